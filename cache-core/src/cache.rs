@@ -1,0 +1,645 @@
+//! The public [`Cache`]: `get_or_fetch`, `invalidate`, `clear`, `stats`.
+//!
+//! One call of [`Cache::get_or_fetch`]:
+//! 1. If a strategy bypasses the call, fetch directly (a skip).
+//! 2. Unless the namespace's policy can store nothing (`ttl = 0`,
+//!    `stale = 0`), read the storage. A fresh value is returned at once (a
+//!    hit). A stale one is returned at once too (a stale serve), and if no
+//!    fetch is in flight for the key, one background refresh starts.
+//! 3. Otherwise claim the key in the dedupe table: join the fetch in flight
+//!    (a dedupe) or lead a new one (a miss). The leader runs `fetch`,
+//!    maybe stores the value, then hands the result to every follower.
+//!
+//! With `ttl = 0` step 2 is skipped: an uncontended call costs one insert
+//! and one remove in the dedupe table, and nothing is kept.
+//!
+//! Concurrency choices:
+//! - The fetch runs inline in the leader's future by default (no task
+//!   spawn). If the leader is dropped, a follower takes over with its own
+//!   `fetch` (see the `inflight` module). With
+//!   [`CacheBuilder::detach_fetches`] the leader instead spawns the fetch
+//!   as a task and waits on it like a follower: the fetch then finishes
+//!   (and fills the cache) even if every caller went away.
+//! - Background refreshes always run as spawned tasks, so `fetch` must be
+//!   `Send + 'static`.
+//! - Errors are never stored: every waiter on a failed fetch gets the same
+//!   error, and the next call fetches again.
+//! - The invalidation race: a fetch that started before an invalidation
+//!   may carry pre-invalidation data. Every invalidation (and `delete`,
+//!   `clear`) starts a new epoch in the dedupe table and leaves a mark on
+//!   each flight of an earlier epoch; new callers never join such a flight.
+//!   A leader checks the marks against its value's references just before
+//!   storing, under the read side of an async `RwLock` (the *gate*) whose
+//!   write side the invalidation holds while it marks flights and clears the
+//!   storage. So a store either lands before the invalidation clears the
+//!   storage (and is cleared) or sees the mark (and is skipped).
+//! - Per-namespace policies: one cache, one storage and one dedupe table
+//!   serve every namespace; each [`Namespace`] handle carries its own
+//!   [`Policy`]. Prefer one cache with several namespaces to several caches
+//!   over one storage: the race check above only covers the fetches of the
+//!   cache that is invalidated.
+
+use std::error::Error as StdError;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::runtime::Handle;
+use tokio::sync::RwLock;
+
+use crate::error::{CacheError, FetchError, StorageError};
+use crate::inflight::{Claim, Flight, InFlight, LeaderGuard, Outcome};
+use crate::key::CacheKey;
+use crate::namespace::Namespace;
+use crate::policy::{Fetched, Policy};
+use crate::references::{Invalidation, IntoPatterns, Reference, ReferencePattern};
+use crate::stats::{Counter, Counters, ReportError, ReportTask, StatsRegistry, StatsSnapshot};
+use crate::storage::{
+    deadline_after, Entry, EvictionCause, MemoryStorage, MemoryStorageBuilder, Removals, Storage,
+};
+use crate::strategy::{Admission, Strategy, StrategyContext};
+
+/// An async, deduplicating cache of `V` values.
+///
+/// `Send + Sync` and cheap to clone: clones share everything. `V` should be
+/// cheap to clone too (an `Arc`, or a small value): a hit returns a clone.
+pub struct Cache<V> {
+    inner: Arc<Inner<V>>,
+}
+
+impl<V> Clone for Cache<V> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+struct Inner<V> {
+    storage: Arc<dyn Storage<V>>,
+    inflight: InFlight<V>,
+    registry: Arc<StatsRegistry>,
+    defaults: Policy<V>,
+    strategies: Box<[Arc<dyn Strategy<V>>]>,
+    wait_timeout: Option<Duration>,
+    detach: bool,
+    /// Serialises stores against invalidations (see the module docs).
+    gate: RwLock<()>,
+}
+
+enum StorageChoice<V> {
+    Memory(MemoryStorageBuilder<V>),
+    Given(Arc<dyn Storage<V>>),
+}
+
+/// Configures a [`Cache`]. Defaults: `ttl = 0`, `stale = 0`, a memory
+/// storage of 10 000 entries, no wait timeout, fetches inline, no strategy.
+pub struct CacheBuilder<V> {
+    policy: Policy<V>,
+    storage: StorageChoice<V>,
+    wait_timeout: Option<Duration>,
+    detach: bool,
+    strategies: Vec<Arc<dyn Strategy<V>>>,
+}
+
+impl<V: Clone + Send + Sync + 'static> CacheBuilder<V> {
+    /// The default ttl: how long a value is fresh. `0` keeps nothing.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.policy = self.policy.ttl(ttl);
+        self
+    }
+
+    /// A default ttl computed from each value.
+    pub fn ttl_fn(mut self, f: impl Fn(&V) -> Duration + Send + Sync + 'static) -> Self {
+        self.policy = self.policy.ttl_fn(f);
+        self
+    }
+
+    /// The default stale window: how long after the ttl a value is still
+    /// served at once while one refresh runs.
+    pub fn stale(mut self, stale: Duration) -> Self {
+        self.policy = self.policy.stale(stale);
+        self
+    }
+
+    /// A default stale window computed from each value.
+    pub fn stale_fn(mut self, f: impl Fn(&V) -> Duration + Send + Sync + 'static) -> Self {
+        self.policy = self.policy.stale_fn(f);
+        self
+    }
+
+    /// The whole default policy at once.
+    pub fn policy(mut self, policy: Policy<V>) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Use a memory storage bounded to `max` entries. Replaces any storage
+    /// given before (the last storage setting wins).
+    pub fn max_entries(mut self, max: u64) -> Self {
+        self.storage = StorageChoice::Memory(MemoryStorage::builder().max_entries(max));
+        self
+    }
+
+    /// Use a memory storage bounded to `max` bytes as weighed by `weigher`
+    /// (see [`MemoryStorageBuilder::max_bytes`]). Replaces any storage given
+    /// before.
+    pub fn max_bytes(mut self, max: u64, weigher: impl Fn(&V) -> u32 + Send + Sync + 'static) -> Self {
+        self.storage = StorageChoice::Memory(MemoryStorage::builder().max_bytes(max, weigher));
+        self
+    }
+
+    /// Use this storage back end. Replaces any bound set before: bound the
+    /// back end itself.
+    pub fn storage(mut self, storage: impl Storage<V>) -> Self {
+        self.storage = StorageChoice::Given(Arc::new(storage));
+        self
+    }
+
+    /// Use a storage back end already shared elsewhere.
+    pub fn shared_storage(mut self, storage: Arc<dyn Storage<V>>) -> Self {
+        self.storage = StorageChoice::Given(storage);
+        self
+    }
+
+    /// Followers give up after waiting this long for a fetch in flight
+    /// (they get [`CacheError::Timeout`]; the fetch goes on). Needs a tokio
+    /// runtime with its time driver enabled.
+    pub fn wait_timeout(mut self, timeout: Duration) -> Self {
+        self.wait_timeout = Some(timeout);
+        self
+    }
+
+    /// Run each fetch in its own task, so that it completes (and fills the
+    /// cache) even if every caller is dropped. Off by default: the fetch
+    /// runs inline and a follower takes over if its leader goes away.
+    pub fn detach_fetches(mut self, detach: bool) -> Self {
+        self.detach = detach;
+        self
+    }
+
+    /// Adds a strategy (consulted in the order added).
+    pub fn strategy(mut self, strategy: impl Strategy<V>) -> Self {
+        self.strategies.push(Arc::new(strategy));
+        self
+    }
+
+    /// The cache.
+    pub fn build(self) -> Cache<V> {
+        let storage: Arc<dyn Storage<V>> = match self.storage {
+            StorageChoice::Memory(builder) => Arc::new(builder.build()),
+            StorageChoice::Given(storage) => storage,
+        };
+        let registry = Arc::new(StatsRegistry::default());
+        let observed = Arc::clone(&registry);
+        storage.observe_evictions(Arc::new(move |namespace: &str, cause| {
+            let counter = match cause {
+                EvictionCause::Size => Counter::Evictions,
+                EvictionCause::Expired => Counter::Expirations,
+            };
+            observed.add(namespace, counter, 1);
+        }));
+        Cache {
+            inner: Arc::new(Inner {
+                storage,
+                inflight: InFlight::new(),
+                registry,
+                defaults: self.policy,
+                strategies: self.strategies.into_boxed_slice(),
+                wait_timeout: self.wait_timeout,
+                detach: self.detach,
+                gate: RwLock::new(()),
+            }),
+        }
+    }
+}
+
+/// What a follower got.
+enum Waited<V> {
+    Done(Result<V, CacheError>),
+    Abandoned,
+}
+
+impl<V: Clone + Send + Sync + 'static> Cache<V> {
+    /// Configures a cache.
+    pub fn builder() -> CacheBuilder<V> {
+        CacheBuilder {
+            policy: Policy::new(),
+            storage: StorageChoice::Memory(MemoryStorage::builder()),
+            wait_timeout: None,
+            detach: false,
+            strategies: Vec::new(),
+        }
+    }
+
+    /// A handle for namespace `name` under the cache's default policy.
+    /// Handles of one name share counters; make them once and keep them.
+    pub fn namespace(&self, name: &str) -> Namespace<V> {
+        self.namespace_with(name, self.inner.defaults.clone())
+    }
+
+    /// A handle for namespace `name` under its own policy.
+    pub fn namespace_with(&self, name: &str, policy: Policy<V>) -> Namespace<V> {
+        let (name, counters) = self.inner.registry.counters(name);
+        Namespace::new(name, counters, policy)
+    }
+
+    /// The value for `key`: stored, shared with a fetch in flight, or
+    /// fetched by `fetch` (at most once for all concurrent callers).
+    ///
+    /// `fetch` returns the value (or a [`Fetched`] with references and
+    /// duration overrides) or an error. It runs at most once per call, and
+    /// not at all if the value is stored or another caller's fetch serves
+    /// this one.
+    pub async fn get_or_fetch<F, Fut, T, E>(
+        &self,
+        key: CacheKey,
+        namespace: &Namespace<V>,
+        fetch: F,
+    ) -> Result<V, CacheError>
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Into<Fetched<V>> + Send + 'static,
+        E: Into<Box<dyn StdError + Send + Sync>> + Send + 'static,
+    {
+        let inner = &*self.inner;
+        let counters = namespace.counters();
+        if !inner.strategies.is_empty() && inner.bypassed(namespace, key) {
+            counters.incr(Counter::Skips);
+            return fetch_directly(namespace, fetch).await;
+        }
+        let reads_storage = namespace.policy().may_store();
+        loop {
+            let seen = if reads_storage {
+                let seen = inner.inflight.retired(key);
+                match inner.storage.get(key).await {
+                    Ok(Some(stored)) => {
+                        let now = Instant::now();
+                        if now < stored.fresh_until {
+                            counters.incr(Counter::Hits);
+                            return Ok(stored.value);
+                        }
+                        if now < stored.stale_until {
+                            // Without a runtime there is nowhere to refresh:
+                            // fall through and fetch like a miss.
+                            if let Ok(runtime) = Handle::try_current() {
+                                counters.incr(Counter::Stale);
+                                if let Some(flight) = inner.inflight.claim_refresh(key) {
+                                    counters.incr(Counter::Refreshes);
+                                    let task_inner = Arc::clone(&self.inner);
+                                    let task_namespace = namespace.clone();
+                                    runtime.spawn(async move {
+                                        let _ = run_flight(
+                                            &task_inner,
+                                            &task_namespace,
+                                            key,
+                                            &flight,
+                                            fetch,
+                                        )
+                                        .await;
+                                    });
+                                }
+                                return Ok(stored.value);
+                            }
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        counters.incr(Counter::StorageErrors);
+                        tracing::debug!(%error, "cache storage read failed; fetching");
+                    }
+                }
+                Some(seen)
+            } else {
+                None
+            };
+            match inner.inflight.claim(key, seen) {
+                Claim::LookAgain => continue,
+                Claim::Follow(flight) => {
+                    counters.incr(Counter::Dedupes);
+                    match self.wait(&flight, counters).await {
+                        Waited::Done(result) => return result,
+                        // The leader went away: start over with our own fetch.
+                        Waited::Abandoned => continue,
+                    }
+                }
+                Claim::Lead(flight) => {
+                    counters.incr(Counter::Misses);
+                    return self.lead(namespace, key, flight, fetch).await;
+                }
+            }
+        }
+    }
+
+    /// Runs `fetch` without the cache (no lookup, no dedupe, no store),
+    /// counting a skip: for calls the caller knows must not be cached.
+    pub async fn bypass<F, Fut, T, E>(&self, namespace: &Namespace<V>, fetch: F) -> Result<V, CacheError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        T: Into<Fetched<V>>,
+        E: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        namespace.counters().incr(Counter::Skips);
+        fetch_directly(namespace, fetch).await
+    }
+
+    /// The fresh value stored under `key`, if any; no fetch, no counting.
+    pub async fn peek(&self, key: CacheKey) -> Option<V> {
+        let stored = self.inner.storage.get(key).await.ok()??;
+        (Instant::now() < stored.fresh_until).then_some(stored.value)
+    }
+
+    /// The fresh values stored under `keys`, in order, read with one batched
+    /// storage call; no fetch, no counting. A failed read gives all `None`.
+    pub async fn peek_many(&self, keys: &[CacheKey]) -> Vec<Option<V>> {
+        match self.inner.storage.get_many(keys).await {
+            Ok(found) => {
+                let now = Instant::now();
+                found
+                    .into_iter()
+                    .map(|slot| slot.filter(|s| now < s.fresh_until).map(|s| s.value))
+                    .collect()
+            }
+            Err(_) => keys.iter().map(|_| None).collect(),
+        }
+    }
+
+    /// Drops every entry carrying a reference that matches `patterns`
+    /// (`["User:u1"]`, `"User:*"`), and keeps any fetch in flight from
+    /// storing a value that carries one. Returns how many entries it
+    /// dropped.
+    pub async fn invalidate(&self, patterns: impl IntoPatterns) -> Result<u64, StorageError> {
+        let patterns: Arc<[ReferencePattern]> = patterns.into_patterns().into();
+        if patterns.is_empty() {
+            return Ok(0);
+        }
+        let inner = &*self.inner;
+        let _gate = inner.gate.write().await;
+        inner
+            .inflight
+            .invalidate(Invalidation::Patterns(Arc::clone(&patterns)));
+        let removals = inner.storage.invalidate(&patterns).await?;
+        Ok(inner.count_removals(&removals))
+    }
+
+    /// Drops the entry under `key`, and keeps a fetch in flight for it from
+    /// storing.
+    pub async fn delete(&self, key: CacheKey) -> Result<u64, StorageError> {
+        let inner = &*self.inner;
+        let _gate = inner.gate.write().await;
+        inner.inflight.invalidate(Invalidation::Key(key));
+        let removals = inner.storage.delete(key).await?;
+        Ok(inner.count_removals(&removals))
+    }
+
+    /// Drops every entry, and keeps every fetch in flight from storing.
+    pub async fn clear(&self) -> Result<u64, StorageError> {
+        let inner = &*self.inner;
+        let _gate = inner.gate.write().await;
+        inner.inflight.invalidate(Invalidation::All);
+        let removals = inner.storage.clear().await?;
+        Ok(inner.count_removals(&removals))
+    }
+
+    /// Every namespace's counters.
+    pub fn stats(&self) -> StatsSnapshot {
+        self.inner.registry.snapshot()
+    }
+
+    /// The storage back end's name (`"memory"`, ...).
+    pub fn storage_name(&self) -> &'static str {
+        self.inner.storage.name()
+    }
+
+    /// Calls `sink` every `interval` with the counts of that interval, from
+    /// a task on the current tokio runtime (time driver needed). The report
+    /// stops when the returned [`ReportTask`] is dropped or the cache is.
+    pub fn report_every(
+        &self,
+        interval: Duration,
+        sink: impl Fn(&StatsSnapshot) + Send + Sync + 'static,
+    ) -> Result<ReportTask, ReportError> {
+        if interval.is_zero() {
+            return Err(ReportError::ZeroInterval);
+        }
+        let runtime = Handle::try_current().map_err(|_| ReportError::NoRuntime)?;
+        // The first interval counts from now, not from when the task starts.
+        let mut previous = self.inner.registry.snapshot();
+        let registry = Arc::downgrade(&self.inner.registry);
+        let handle = runtime.spawn(async move {
+            let mut ticker = tokio::time::interval(interval);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            // An interval's first tick is immediate.
+            ticker.tick().await;
+            loop {
+                ticker.tick().await;
+                let Some(registry) = registry.upgrade() else {
+                    return;
+                };
+                let now = registry.snapshot();
+                drop(registry);
+                sink(&now.since(&previous));
+                previous = now;
+            }
+        });
+        Ok(ReportTask { handle })
+    }
+
+    /// Logs the table of each interval's counts through `tracing` (target
+    /// `cache_core::stats`, level INFO), like mercurius-cache's
+    /// `logInterval`.
+    pub fn log_every(&self, interval: Duration) -> Result<ReportTask, ReportError> {
+        self.report_every(interval, |delta| {
+            tracing::info!(target: "cache_core::stats", "cache report\n{}", delta.table());
+        })
+    }
+
+    async fn wait(&self, flight: &Flight<V>, counters: &Counters) -> Waited<V> {
+        let outcome = match self.inner.wait_timeout {
+            None => flight.wait().await,
+            Some(limit) => match tokio::time::timeout(limit, flight.wait()).await {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    counters.incr(Counter::Timeouts);
+                    return Waited::Done(Err(CacheError::Timeout(limit)));
+                }
+            },
+        };
+        match outcome {
+            Outcome::Done(Ok(value)) => Waited::Done(Ok(value.clone())),
+            Outcome::Done(Err(error)) => Waited::Done(Err(CacheError::Fetch(Arc::clone(error)))),
+            Outcome::Abandoned => Waited::Abandoned,
+        }
+    }
+
+    async fn lead<F, Fut, T, E>(
+        &self,
+        namespace: &Namespace<V>,
+        key: CacheKey,
+        flight: Arc<Flight<V>>,
+        fetch: F,
+    ) -> Result<V, CacheError>
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Into<Fetched<V>> + Send + 'static,
+        E: Into<Box<dyn StdError + Send + Sync>> + Send + 'static,
+    {
+        if self.inner.detach {
+            if let Ok(runtime) = Handle::try_current() {
+                flight.add_waiter();
+                let task_inner = Arc::clone(&self.inner);
+                let task_namespace = namespace.clone();
+                let task_flight = Arc::clone(&flight);
+                runtime.spawn(async move {
+                    let _ = run_flight(&task_inner, &task_namespace, key, &task_flight, fetch).await;
+                });
+                return match self.wait(&flight, namespace.counters()).await {
+                    Waited::Done(result) => result,
+                    Waited::Abandoned => Err(CacheError::Aborted),
+                };
+            }
+        }
+        run_flight(&self.inner, namespace, key, &flight, fetch).await
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> Inner<V> {
+    fn bypassed(&self, namespace: &Namespace<V>, key: CacheKey) -> bool {
+        let context = StrategyContext {
+            namespace: namespace.name(),
+            key,
+        };
+        self.strategies.iter().any(|s| s.bypass(&context))
+    }
+
+    fn recover(&self, context: &StrategyContext<'_>, error: &FetchError) -> Option<Fetched<V>> {
+        self.strategies.iter().find_map(|s| s.recover(context, error))
+    }
+
+    fn count_removals(&self, removals: &Removals) -> u64 {
+        for (namespace, count) in removals.per_namespace() {
+            self.registry.add(namespace, Counter::Invalidations, *count);
+        }
+        removals.total()
+    }
+
+    /// Stores `fetched` if the policy, the strategies and the race check
+    /// allow it. Returns whether it stored.
+    async fn store(
+        &self,
+        namespace: &Namespace<V>,
+        context: &StrategyContext<'_>,
+        flight: &Flight<V>,
+        fetched: &Fetched<V>,
+    ) -> bool {
+        let policy = namespace.policy();
+        if !policy.may_store() {
+            return false;
+        }
+        let mut ttl = fetched.ttl.unwrap_or_else(|| policy.ttl.resolve(&fetched.value));
+        let mut stale = fetched
+            .stale
+            .unwrap_or_else(|| policy.stale.resolve(&fetched.value));
+        if ttl.is_zero() && stale.is_zero() {
+            return false;
+        }
+        for strategy in self.strategies.iter() {
+            match strategy.admit(context, fetched, ttl, stale) {
+                Admission::Store => {}
+                Admission::StoreFor {
+                    ttl: new_ttl,
+                    stale: new_stale,
+                } => {
+                    if new_ttl.is_zero() && new_stale.is_zero() {
+                        return false;
+                    }
+                    ttl = new_ttl;
+                    stale = new_stale;
+                }
+                Admission::Refuse => return false,
+            }
+        }
+        let references: Arc<[Reference]> = Arc::from(fetched.references.as_slice());
+        let _gate = self.gate.read().await;
+        if flight.forbids_store(context.key, &references) {
+            tracing::debug!(key = %context.key, "not storing a value fetched before an invalidation");
+            return false;
+        }
+        let now = Instant::now();
+        let fresh_until = deadline_after(now, ttl);
+        let stale_until = deadline_after(fresh_until, stale);
+        let entry = Entry {
+            value: fetched.value.clone(),
+            fresh_until,
+            stale_until,
+            references,
+            namespace: Arc::clone(namespace.shared_name()),
+        };
+        match self.storage.set(context.key, entry, ttl.saturating_add(stale)).await {
+            Ok(()) => true,
+            Err(error) => {
+                namespace.counters().incr(Counter::StorageErrors);
+                tracing::debug!(%error, "cache storage write failed");
+                false
+            }
+        }
+    }
+}
+
+/// Runs one flight's fetch as its leader: fetch, maybe store, publish.
+async fn run_flight<V, F, Fut, T, E>(
+    inner: &Inner<V>,
+    namespace: &Namespace<V>,
+    key: CacheKey,
+    flight: &Arc<Flight<V>>,
+    fetch: F,
+) -> Result<V, CacheError>
+where
+    V: Clone + Send + Sync + 'static,
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    T: Into<Fetched<V>>,
+    E: Into<Box<dyn StdError + Send + Sync>>,
+{
+    let guard = LeaderGuard::new(&inner.inflight, key, flight);
+    let context = StrategyContext {
+        namespace: namespace.name(),
+        key,
+    };
+    let fetched = match fetch().await {
+        Ok(value) => value.into(),
+        Err(error) => {
+            let error: FetchError = Arc::from(error.into());
+            namespace.counters().incr(Counter::Errors);
+            match inner.recover(&context, &error) {
+                Some(recovered) => recovered,
+                None => {
+                    guard.finish(Err(&error), false);
+                    return Err(CacheError::Fetch(error));
+                }
+            }
+        }
+    };
+    let stored = inner.store(namespace, &context, flight, &fetched).await;
+    guard.finish(Ok(&fetched.value), stored);
+    Ok(fetched.value)
+}
+
+async fn fetch_directly<V, F, Fut, T, E>(namespace: &Namespace<V>, fetch: F) -> Result<V, CacheError>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    T: Into<Fetched<V>>,
+    E: Into<Box<dyn StdError + Send + Sync>>,
+{
+    match fetch().await {
+        Ok(value) => Ok(value.into().value),
+        Err(error) => {
+            namespace.counters().incr(Counter::Errors);
+            Err(CacheError::Fetch(Arc::from(error.into())))
+        }
+    }
+}

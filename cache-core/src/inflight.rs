@@ -1,0 +1,269 @@
+//! The dedupe table: which key has a fetch in flight, who leads it, who
+//! waits on it, and what happens when the leader goes away.
+//!
+//! Concurrency choices:
+//! - The table is 16 shards, each a `parking_lot::Mutex` around a `HashMap`
+//!   keyed by [`CacheKey`] (already a hash: no re-hashing). A lock is held
+//!   only to look up, insert or remove; never across an `.await`.
+//! - A [`Flight`] is published once through a `OnceLock` and a tokio
+//!   `Notify`; a follower enables its notification before it checks the
+//!   outcome, so a publication between the two is never missed.
+//! - With no follower, a flight costs one allocation, one insert and one
+//!   remove: the leader never clones its value for a flight nobody joined.
+//! - A leader that is dropped mid-fetch (cancelled, or its task aborted)
+//!   drops its [`LeaderGuard`], which removes the flight and publishes
+//!   `Abandoned`. Followers then retry from the top: the first to get
+//!   there becomes the new leader and runs its own fetch closure, the
+//!   others join it. (Detached mode instead runs the fetch in its own task,
+//!   so it outlives its first caller; see the `cache` module.)
+//! - Each flight records the invalidation epoch it started in. A caller
+//!   only joins a flight of the current epoch: a fetch that started before
+//!   an invalidation may return pre-invalidation data, so later callers
+//!   start their own. Invalidations also leave a mark on every flight in the
+//!   table, which the leader checks before storing (the race check).
+//! - Each shard counts the stored flights it has retired. A caller reads
+//!   that count before its storage lookup; if it changed by the time the
+//!   caller would lead a new flight, a flight for some key of the shard
+//!   stored its value in between, and the caller looks again instead of
+//!   fetching a value that may already be there.
+
+use std::collections::HashMap;
+use std::pin::pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use crate::error::FetchError;
+use crate::key::{CacheKey, PrehashedKeys};
+use crate::references::{Invalidation, Reference};
+
+const SHARDS: usize = 16;
+
+/// How a flight ended.
+pub(crate) enum Outcome<V> {
+    /// The fetch returned.
+    Done(Result<V, FetchError>),
+    /// The leader went away before the fetch returned.
+    Abandoned,
+}
+
+/// One fetch in flight for one key.
+pub(crate) struct Flight<V> {
+    outcome: OnceLock<Outcome<V>>,
+    notify: Notify,
+    /// Callers waiting on the outcome (set under the shard lock).
+    waiters: AtomicUsize,
+    /// The invalidation epoch when the flight started.
+    epoch: u64,
+    /// Invalidations that ran while the flight was in the table.
+    marks: Mutex<Vec<Arc<Invalidation>>>,
+}
+
+impl<V: Clone> Flight<V> {
+    fn new(epoch: u64) -> Self {
+        Self {
+            outcome: OnceLock::new(),
+            notify: Notify::new(),
+            waiters: AtomicUsize::new(0),
+            epoch,
+            marks: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Publishes the outcome (first call wins) and wakes every waiter.
+    pub(crate) fn publish(&self, outcome: Outcome<V>) {
+        let _ = self.outcome.set(outcome);
+        self.notify.notify_waiters();
+    }
+
+    /// Waits for the outcome.
+    pub(crate) async fn wait(&self) -> &Outcome<V> {
+        loop {
+            let mut notified = pin!(self.notify.notified());
+            notified.as_mut().enable();
+            if let Some(outcome) = self.outcome.get() {
+                return outcome;
+            }
+            notified.await;
+        }
+    }
+
+    /// Counts one more caller that will wait on this flight.
+    pub(crate) fn add_waiter(&self) {
+        self.waiters.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn has_waiters(&self) -> bool {
+        self.waiters.load(Ordering::Relaxed) > 0
+    }
+
+    /// Whether an invalidation that ran during this flight forbids storing
+    /// a value for `key` carrying `references`.
+    pub(crate) fn forbids_store(&self, key: CacheKey, references: &[Reference]) -> bool {
+        self.marks
+            .lock()
+            .iter()
+            .any(|mark| mark.forbids(key, references))
+    }
+}
+
+struct Shard<V> {
+    flights: Mutex<HashMap<CacheKey, Arc<Flight<V>>, PrehashedKeys>>,
+    /// Flights that stored a value and left the table.
+    retired: AtomicU64,
+}
+
+/// What a caller is to do for a key.
+pub(crate) enum Claim<V> {
+    /// Run the fetch: the caller leads this new flight.
+    Lead(Arc<Flight<V>>),
+    /// Wait on this flight (already counted as a waiter).
+    Follow(Arc<Flight<V>>),
+    /// A flight stored a value since the caller looked: look again.
+    LookAgain,
+}
+
+/// The dedupe table.
+pub(crate) struct InFlight<V> {
+    shards: Box<[Shard<V>]>,
+    /// Bumped by every invalidation; read under a shard lock when a flight
+    /// starts or is joined.
+    epoch: AtomicU64,
+}
+
+impl<V: Clone> InFlight<V> {
+    pub(crate) fn new() -> Self {
+        let shards = (0..SHARDS)
+            .map(|_| Shard {
+                flights: Mutex::new(HashMap::with_hasher(PrehashedKeys)),
+                retired: AtomicU64::new(0),
+            })
+            .collect();
+        Self {
+            shards,
+            epoch: AtomicU64::new(0),
+        }
+    }
+
+    #[inline]
+    fn shard(&self, key: CacheKey) -> &Shard<V> {
+        // The top bits pick the shard; the map hashes the folded halves.
+        &self.shards[(key.as_u128() >> 124) as usize % SHARDS]
+    }
+
+    /// The shard's retired count, read before a storage lookup.
+    #[inline]
+    pub(crate) fn retired(&self, key: CacheKey) -> u64 {
+        self.shard(key).retired.load(Ordering::Acquire)
+    }
+
+    /// Joins the current flight for `key` or starts one.
+    ///
+    /// `seen` is the retired count read before the storage lookup, or `None`
+    /// if the caller did not look (nothing is ever stored).
+    pub(crate) fn claim(&self, key: CacheKey, seen: Option<u64>) -> Claim<V> {
+        let shard = self.shard(key);
+        let mut flights = shard.flights.lock();
+        let epoch = self.epoch.load(Ordering::Acquire);
+        if let Some(flight) = flights.get(&key) {
+            if flight.epoch == epoch {
+                flight.add_waiter();
+                return Claim::Follow(Arc::clone(flight));
+            }
+        }
+        if let Some(seen) = seen {
+            if shard.retired.load(Ordering::Acquire) != seen {
+                return Claim::LookAgain;
+            }
+        }
+        let flight = Arc::new(Flight::new(epoch));
+        flights.insert(key, Arc::clone(&flight));
+        Claim::Lead(flight)
+    }
+
+    /// Starts a background refresh flight for `key`, unless a flight (of any
+    /// epoch) is already there.
+    pub(crate) fn claim_refresh(&self, key: CacheKey) -> Option<Arc<Flight<V>>> {
+        let mut flights = self.shard(key).flights.lock();
+        if flights.contains_key(&key) {
+            return None;
+        }
+        let epoch = self.epoch.load(Ordering::Acquire);
+        let flight = Arc::new(Flight::new(epoch));
+        flights.insert(key, Arc::clone(&flight));
+        Some(flight)
+    }
+
+    /// Removes `flight` from the table if it is still the one for `key`.
+    fn retire(&self, key: CacheKey, flight: &Arc<Flight<V>>, stored: bool) {
+        let shard = self.shard(key);
+        let mut flights = shard.flights.lock();
+        if flights.get(&key).is_some_and(|current| Arc::ptr_eq(current, flight)) {
+            flights.remove(&key);
+        }
+        if stored {
+            shard.retired.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// Starts a new epoch and leaves `invalidation` on every flight of an
+    /// earlier one. A flight started before the bump is still in the table
+    /// when its shard is marked (it was inserted under the shard lock with
+    /// the old epoch), unless it already finished.
+    pub(crate) fn invalidate(&self, invalidation: Invalidation) {
+        let epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
+        let invalidation = Arc::new(invalidation);
+        for shard in self.shards.iter() {
+            let flights = shard.flights.lock();
+            for flight in flights.values().filter(|f| f.epoch < epoch) {
+                flight.marks.lock().push(Arc::clone(&invalidation));
+            }
+        }
+    }
+}
+
+/// Owned by whoever runs a flight's fetch. Finishing it publishes the
+/// outcome; dropping it unfinished publishes `Abandoned`.
+pub(crate) struct LeaderGuard<'a, V: Clone> {
+    table: &'a InFlight<V>,
+    key: CacheKey,
+    flight: &'a Arc<Flight<V>>,
+    finished: bool,
+}
+
+impl<'a, V: Clone> LeaderGuard<'a, V> {
+    pub(crate) fn new(table: &'a InFlight<V>, key: CacheKey, flight: &'a Arc<Flight<V>>) -> Self {
+        Self {
+            table,
+            key,
+            flight,
+            finished: false,
+        }
+    }
+
+    /// Retires the flight and hands `result` to its waiters. The value is
+    /// cloned only if someone is waiting.
+    pub(crate) fn finish(mut self, result: Result<&V, &FetchError>, stored: bool) {
+        self.finished = true;
+        // After `retire` nobody can join, so `has_waiters` is final.
+        self.table.retire(self.key, self.flight, stored);
+        if self.flight.has_waiters() {
+            let owned = match result {
+                Ok(value) => Ok(value.clone()),
+                Err(error) => Err(Arc::clone(error)),
+            };
+            self.flight.publish(Outcome::Done(owned));
+        }
+    }
+}
+
+impl<V: Clone> Drop for LeaderGuard<'_, V> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.table.retire(self.key, self.flight, false);
+            self.flight.publish(Outcome::Abandoned);
+        }
+    }
+}

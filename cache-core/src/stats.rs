@@ -1,0 +1,439 @@
+//! Counters per namespace, their snapshot and the periodic report.
+//!
+//! Each namespace has one set of relaxed atomic counters, shared by every
+//! [`Namespace`](crate::Namespace) handle of that name, so counting costs one
+//! uncontended-or-not atomic add and no lookup. The registry (name → counters)
+//! is only locked to create a namespace, to count an eviction reported by the
+//! storage, and to take a snapshot.
+//!
+//! A [`StatsSnapshot`] is plain data: render it as a table (like
+//! mercurius-cache's `logInterval` report) or as Prometheus text, or read
+//! its fields. The periodic report ([`Cache::report_every`](crate::Cache::report_every))
+//! hands a sink the counts of each interval.
+
+use std::collections::HashMap;
+use std::fmt::{self, Write as _};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+/// One kind of counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Counter {
+    /// A fresh stored value was returned.
+    Hits,
+    /// No usable stored value: this call started the fetch.
+    Misses,
+    /// This call joined a fetch already in flight for the same key.
+    Dedupes,
+    /// A stale value was served while a refresh runs (or was already running).
+    Stale,
+    /// The cache was bypassed (by the caller or a strategy).
+    Skips,
+    /// A fetch failed (counted once per fetch, not per waiter).
+    Errors,
+    /// Entries the storage dropped to respect its size bound.
+    Evictions,
+    /// Entries the storage dropped because their ttl and stale window ended.
+    Expirations,
+    /// Entries dropped by `invalidate`, `delete` or `clear`.
+    Invalidations,
+    /// Background refreshes started for stale values.
+    Refreshes,
+    /// Callers that gave up waiting for an in-flight fetch.
+    Timeouts,
+    /// Storage reads or writes that failed (treated as misses / not stored).
+    StorageErrors,
+}
+
+impl Counter {
+    /// Every counter, in report order.
+    pub const ALL: [Counter; 12] = [
+        Counter::Hits,
+        Counter::Misses,
+        Counter::Dedupes,
+        Counter::Stale,
+        Counter::Skips,
+        Counter::Errors,
+        Counter::Evictions,
+        Counter::Expirations,
+        Counter::Invalidations,
+        Counter::Refreshes,
+        Counter::Timeouts,
+        Counter::StorageErrors,
+    ];
+
+    /// A short snake_case name, usable in metric names.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Counter::Hits => "hits",
+            Counter::Misses => "misses",
+            Counter::Dedupes => "dedupes",
+            Counter::Stale => "stale",
+            Counter::Skips => "skips",
+            Counter::Errors => "errors",
+            Counter::Evictions => "evictions",
+            Counter::Expirations => "expirations",
+            Counter::Invalidations => "invalidations",
+            Counter::Refreshes => "refreshes",
+            Counter::Timeouts => "timeouts",
+            Counter::StorageErrors => "storage_errors",
+        }
+    }
+
+    /// One line of help text, for Prometheus `# HELP`.
+    pub const fn help(self) -> &'static str {
+        match self {
+            Counter::Hits => "Calls answered by a fresh stored value.",
+            Counter::Misses => "Calls that started a fetch.",
+            Counter::Dedupes => "Calls that joined a fetch already in flight.",
+            Counter::Stale => "Calls answered by a stale value during a refresh.",
+            Counter::Skips => "Calls that bypassed the cache.",
+            Counter::Errors => "Fetches that failed.",
+            Counter::Evictions => "Entries dropped by the size bound.",
+            Counter::Expirations => "Entries dropped at the end of their ttl and stale window.",
+            Counter::Invalidations => "Entries dropped by invalidate, delete or clear.",
+            Counter::Refreshes => "Background refreshes started for stale values.",
+            Counter::Timeouts => "Callers that gave up waiting for an in-flight fetch.",
+            Counter::StorageErrors => "Storage reads or writes that failed.",
+        }
+    }
+}
+
+/// The live counters of one namespace.
+#[derive(Default)]
+pub(crate) struct Counters {
+    values: [AtomicU64; Counter::ALL.len()],
+}
+
+impl Counters {
+    #[inline]
+    pub(crate) fn add(&self, counter: Counter, n: u64) {
+        self.values[counter as usize].fetch_add(n, Ordering::Relaxed);
+    }
+
+    #[inline]
+    pub(crate) fn incr(&self, counter: Counter) {
+        self.add(counter, 1);
+    }
+
+    fn read(&self, counter: Counter) -> u64 {
+        self.values[counter as usize].load(Ordering::Relaxed)
+    }
+}
+
+/// Name → counters, shared by a cache and the observers it hands its storage.
+#[derive(Default)]
+pub(crate) struct StatsRegistry {
+    namespaces: RwLock<HashMap<Arc<str>, Arc<Counters>>>,
+}
+
+impl StatsRegistry {
+    /// The counters of `name`, created on first use, with the shared name.
+    pub(crate) fn counters(&self, name: &str) -> (Arc<str>, Arc<Counters>) {
+        if let Some((name, counters)) = self.namespaces.read().get_key_value(name) {
+            return (Arc::clone(name), Arc::clone(counters));
+        }
+        let mut namespaces = self.namespaces.write();
+        if let Some((name, counters)) = namespaces.get_key_value(name) {
+            return (Arc::clone(name), Arc::clone(counters));
+        }
+        let name: Arc<str> = Arc::from(name);
+        let counters = Arc::new(Counters::default());
+        namespaces.insert(Arc::clone(&name), Arc::clone(&counters));
+        (name, counters)
+    }
+
+    pub(crate) fn add(&self, name: &str, counter: Counter, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let known = self.namespaces.read().get(name).map(Arc::clone);
+        let counters = match known {
+            Some(counters) => counters,
+            None => self.counters(name).1,
+        };
+        counters.add(counter, n);
+    }
+
+    pub(crate) fn snapshot(&self) -> StatsSnapshot {
+        let namespaces = self.namespaces.read();
+        let mut list: Vec<NamespaceStats> = namespaces
+            .iter()
+            .map(|(name, counters)| {
+                let mut stats = NamespaceStats::named(name);
+                for counter in Counter::ALL {
+                    stats.set(counter, counters.read(counter));
+                }
+                stats
+            })
+            .collect();
+        list.sort_by(|a, b| a.namespace.cmp(&b.namespace));
+        StatsSnapshot { namespaces: list }
+    }
+}
+
+/// The counters of one namespace at one moment.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NamespaceStats {
+    /// The namespace, e.g. `Query.user`.
+    pub namespace: String,
+    /// See [`Counter::Hits`].
+    pub hits: u64,
+    /// See [`Counter::Misses`].
+    pub misses: u64,
+    /// See [`Counter::Dedupes`].
+    pub dedupes: u64,
+    /// See [`Counter::Stale`].
+    pub stale: u64,
+    /// See [`Counter::Skips`].
+    pub skips: u64,
+    /// See [`Counter::Errors`].
+    pub errors: u64,
+    /// See [`Counter::Evictions`].
+    pub evictions: u64,
+    /// See [`Counter::Expirations`].
+    pub expirations: u64,
+    /// See [`Counter::Invalidations`].
+    pub invalidations: u64,
+    /// See [`Counter::Refreshes`].
+    pub refreshes: u64,
+    /// See [`Counter::Timeouts`].
+    pub timeouts: u64,
+    /// See [`Counter::StorageErrors`].
+    pub storage_errors: u64,
+}
+
+impl NamespaceStats {
+    fn named(namespace: &str) -> Self {
+        Self {
+            namespace: namespace.to_owned(),
+            ..Self::default()
+        }
+    }
+
+    /// The value of one counter.
+    pub fn get(&self, counter: Counter) -> u64 {
+        match counter {
+            Counter::Hits => self.hits,
+            Counter::Misses => self.misses,
+            Counter::Dedupes => self.dedupes,
+            Counter::Stale => self.stale,
+            Counter::Skips => self.skips,
+            Counter::Errors => self.errors,
+            Counter::Evictions => self.evictions,
+            Counter::Expirations => self.expirations,
+            Counter::Invalidations => self.invalidations,
+            Counter::Refreshes => self.refreshes,
+            Counter::Timeouts => self.timeouts,
+            Counter::StorageErrors => self.storage_errors,
+        }
+    }
+
+    fn set(&mut self, counter: Counter, value: u64) {
+        let slot = match counter {
+            Counter::Hits => &mut self.hits,
+            Counter::Misses => &mut self.misses,
+            Counter::Dedupes => &mut self.dedupes,
+            Counter::Stale => &mut self.stale,
+            Counter::Skips => &mut self.skips,
+            Counter::Errors => &mut self.errors,
+            Counter::Evictions => &mut self.evictions,
+            Counter::Expirations => &mut self.expirations,
+            Counter::Invalidations => &mut self.invalidations,
+            Counter::Refreshes => &mut self.refreshes,
+            Counter::Timeouts => &mut self.timeouts,
+            Counter::StorageErrors => &mut self.storage_errors,
+        };
+        *slot = value;
+    }
+
+    /// Every counter with its value, in report order.
+    pub fn counters(&self) -> impl Iterator<Item = (Counter, u64)> + '_ {
+        Counter::ALL.into_iter().map(|c| (c, self.get(c)))
+    }
+
+    /// Calls that went through the cache (hits, misses, dedupes, stale).
+    pub fn lookups(&self) -> u64 {
+        self.hits + self.misses + self.dedupes + self.stale
+    }
+
+    /// The share of lookups that did not start a fetch, in `[0, 1]`
+    /// (`0` when there were no lookups).
+    pub fn hit_ratio(&self) -> f64 {
+        let lookups = self.lookups();
+        if lookups == 0 {
+            0.0
+        } else {
+            (lookups - self.misses) as f64 / lookups as f64
+        }
+    }
+}
+
+/// Every namespace's counters at one moment, sorted by namespace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    /// One entry per namespace.
+    pub namespaces: Vec<NamespaceStats>,
+}
+
+impl StatsSnapshot {
+    /// The counters of `namespace`, if it was ever used.
+    pub fn namespace(&self, namespace: &str) -> Option<&NamespaceStats> {
+        self.namespaces.iter().find(|n| n.namespace == namespace)
+    }
+
+    /// The sum over every namespace, named `*`.
+    pub fn total(&self) -> NamespaceStats {
+        let mut total = NamespaceStats::named("*");
+        for stats in &self.namespaces {
+            for counter in Counter::ALL {
+                total.set(counter, total.get(counter) + stats.get(counter));
+            }
+        }
+        total
+    }
+
+    /// What happened between `earlier` and this snapshot.
+    pub fn since(&self, earlier: &StatsSnapshot) -> StatsSnapshot {
+        let namespaces = self
+            .namespaces
+            .iter()
+            .map(|now| {
+                let before = earlier.namespace(&now.namespace);
+                let mut delta = NamespaceStats::named(&now.namespace);
+                for counter in Counter::ALL {
+                    let base = before.map_or(0, |b| b.get(counter));
+                    delta.set(counter, now.get(counter).saturating_sub(base));
+                }
+                delta
+            })
+            .collect();
+        StatsSnapshot { namespaces }
+    }
+
+    /// A text table, one row per namespace and a total row.
+    pub fn table(&self) -> String {
+        const COLUMNS: [Counter; 10] = [
+            Counter::Hits,
+            Counter::Misses,
+            Counter::Dedupes,
+            Counter::Stale,
+            Counter::Skips,
+            Counter::Errors,
+            Counter::Evictions,
+            Counter::Invalidations,
+            Counter::Refreshes,
+            Counter::Timeouts,
+        ];
+        let total = self.total();
+        let rows: Vec<&NamespaceStats> = self.namespaces.iter().chain(Some(&total)).collect();
+        let name_width = rows
+            .iter()
+            .map(|r| r.namespace.len())
+            .chain(Some("namespace".len()))
+            .max()
+            .unwrap_or(9);
+        let widths: Vec<usize> = COLUMNS
+            .iter()
+            .map(|c| {
+                rows.iter()
+                    .map(|r| digits(r.get(*c)))
+                    .chain(Some(c.name().len()))
+                    .max()
+                    .unwrap_or(1)
+            })
+            .collect();
+        let mut out = String::new();
+        let _ = write!(out, "{:<name_width$}", "namespace");
+        for (c, w) in COLUMNS.iter().zip(&widths) {
+            let _ = write!(out, "  {:>w$}", c.name());
+        }
+        let _ = writeln!(out, "  {:>5}", "ratio");
+        for row in rows {
+            let _ = write!(out, "{:<name_width$}", row.namespace);
+            for (c, w) in COLUMNS.iter().zip(&widths) {
+                let _ = write!(out, "  {:>w$}", row.get(*c));
+            }
+            let _ = writeln!(out, "  {:>5.2}", row.hit_ratio());
+        }
+        out
+    }
+
+    /// Prometheus text exposition: one counter family per [`Counter`],
+    /// named `{prefix}_{counter}_total`, labelled by `namespace`.
+    pub fn to_prometheus(&self, prefix: &str) -> String {
+        let mut out = String::new();
+        for counter in Counter::ALL {
+            let metric = format!("{prefix}_{}_total", counter.name());
+            let _ = writeln!(out, "# HELP {metric} {}", counter.help());
+            let _ = writeln!(out, "# TYPE {metric} counter");
+            for stats in &self.namespaces {
+                let _ = writeln!(
+                    out,
+                    "{metric}{{namespace=\"{}\"}} {}",
+                    escape_label(&stats.namespace),
+                    stats.get(counter)
+                );
+            }
+        }
+        out
+    }
+}
+
+impl fmt::Display for StatsSnapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.table())
+    }
+}
+
+fn digits(mut n: u64) -> usize {
+    let mut width = 1;
+    while n >= 10 {
+        n /= 10;
+        width += 1;
+    }
+    width
+}
+
+fn escape_label(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for ch in value.chars() {
+        match ch {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// A running periodic report; dropping it (or calling
+/// [`stop`](Self::stop)) stops the report.
+pub struct ReportTask {
+    pub(crate) handle: tokio::task::JoinHandle<()>,
+}
+
+impl ReportTask {
+    /// Stops the report.
+    pub fn stop(self) {}
+}
+
+impl Drop for ReportTask {
+    fn drop(&mut self) {
+        self.handle.abort();
+    }
+}
+
+/// Why a periodic report could not start.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum ReportError {
+    /// It was asked for outside a tokio runtime.
+    #[error("the periodic report needs a tokio runtime")]
+    NoRuntime,
+    /// The interval was zero.
+    #[error("the report interval must be more than zero")]
+    ZeroInterval,
+}

@@ -1,0 +1,309 @@
+//! The in-memory back end, built on moka.
+//!
+//! Entries live in a `moka::sync::Cache` keyed by [`CacheKey`] (hashed by
+//! folding, not re-hashed). Reads need no future, so every method answers
+//! with [`StorageFuture::ready`]. Each entry expires at the end of its stale
+//! window (moka's per-entry `Expiry`); freshness is the cache's business.
+//!
+//! The size bound is a count of entries, or bytes through a weigher. moka
+//! applies it during its maintenance, which runs as writes accumulate: in
+//! between, the weighted size can overshoot the bound. After
+//! [`run_pending_tasks`](MemoryStorage::run_pending_tasks) it holds.
+//!
+//! References are indexed in a [`ReferenceIndex`]. moka's eviction listener
+//! (which runs for size evictions, expiry, removal and replacement) unindexes
+//! the dropped entry and tells the observers about size evictions and
+//! expiry. The listener takes the index lock, so this module never holds
+//! that lock while it calls into moka.
+//!
+//! The cache does not use moka's `get_with` to coalesce fetches: its own
+//! in-flight table does, the same way for every back end, including remote
+//! ones and `ttl = 0`, where nothing reaches the storage at all.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use moka::notification::RemovalCause;
+use moka::sync::Cache as MokaCache;
+use moka::Expiry;
+use parking_lot::RwLock;
+
+use super::{
+    Entry, EvictionCause, EvictionObserver, Removals, Storage, StorageFuture, StorageResult,
+    Stored,
+};
+use crate::key::{CacheKey, PrehashedKeys};
+use crate::references::{Reference, ReferenceIndex, ReferencePattern};
+
+/// The default bound: 10 000 entries.
+pub const DEFAULT_MAX_ENTRIES: u64 = 10_000;
+
+struct MemEntry<V> {
+    value: V,
+    fresh_until: Instant,
+    stale_until: Instant,
+    references: Arc<[Reference]>,
+    namespace: Arc<str>,
+    id: u64,
+}
+
+/// What the eviction listener needs; kept apart from the moka cache so the
+/// listener does not own the cache that owns it.
+#[derive(Default)]
+struct Shared {
+    index: ReferenceIndex,
+    observers: RwLock<Vec<EvictionObserver>>,
+}
+
+struct MemoryInner<V> {
+    entries: MokaCache<CacheKey, Arc<MemEntry<V>>, PrehashedKeys>,
+    shared: Arc<Shared>,
+    next_id: AtomicU64,
+}
+
+/// The in-memory back end. Cheap to clone: clones share the entries.
+pub struct MemoryStorage<V> {
+    inner: Arc<MemoryInner<V>>,
+}
+
+impl<V> Clone for MemoryStorage<V> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+type Weigher<V> = Arc<dyn Fn(&V) -> u32 + Send + Sync>;
+
+enum Bound<V> {
+    Entries(u64),
+    Bytes(u64, Weigher<V>),
+}
+
+/// Configures a [`MemoryStorage`].
+pub struct MemoryStorageBuilder<V> {
+    bound: Bound<V>,
+}
+
+impl<V: Clone + Send + Sync + 'static> MemoryStorageBuilder<V> {
+    /// Keep at most `max` entries.
+    pub fn max_entries(mut self, max: u64) -> Self {
+        self.bound = Bound::Entries(max);
+        self
+    }
+
+    /// Keep at most `max` bytes, weighing each entry as `weigher(value)`
+    /// plus the entry's own bookkeeping (its struct, key and references).
+    /// moka's internal per-entry overhead is not counted.
+    pub fn max_bytes(mut self, max: u64, weigher: impl Fn(&V) -> u32 + Send + Sync + 'static) -> Self {
+        self.bound = Bound::Bytes(max, Arc::new(weigher));
+        self
+    }
+
+    /// The store.
+    pub fn build(self) -> MemoryStorage<V> {
+        let shared = Arc::new(Shared::default());
+        let listener_shared = Arc::clone(&shared);
+        let builder = MokaCache::builder()
+            .expire_after(RetainUntilStale)
+            .eviction_listener(move |key: Arc<CacheKey>, entry: Arc<MemEntry<V>>, cause| {
+                listener_shared.index.remove(*key, entry.id, &entry.references);
+                let cause = match cause {
+                    RemovalCause::Size => EvictionCause::Size,
+                    RemovalCause::Expired => EvictionCause::Expired,
+                    RemovalCause::Explicit | RemovalCause::Replaced => return,
+                };
+                for observer in listener_shared.observers.read().iter() {
+                    observer(&entry.namespace, cause);
+                }
+            });
+        let entries = match self.bound {
+            Bound::Entries(max) => builder.max_capacity(max).build_with_hasher(PrehashedKeys),
+            Bound::Bytes(max, weigher) => builder
+                .max_capacity(max)
+                .weigher(move |_key, entry: &Arc<MemEntry<V>>| {
+                    weigher(&entry.value).saturating_add(bookkeeping::<V>(entry))
+                })
+                .build_with_hasher(PrehashedKeys),
+        };
+        MemoryStorage {
+            inner: Arc::new(MemoryInner {
+                entries,
+                shared,
+                next_id: AtomicU64::new(1),
+            }),
+        }
+    }
+}
+
+fn bookkeeping<V>(entry: &MemEntry<V>) -> u32 {
+    let references: usize = entry
+        .references
+        .iter()
+        .map(|r| r.as_str().len() + std::mem::size_of::<Reference>())
+        .sum();
+    let total = std::mem::size_of::<MemEntry<V>>() + std::mem::size_of::<CacheKey>() + references;
+    u32::try_from(total).unwrap_or(u32::MAX)
+}
+
+struct RetainUntilStale;
+
+impl<V> Expiry<CacheKey, Arc<MemEntry<V>>> for RetainUntilStale {
+    fn expire_after_create(
+        &self,
+        _key: &CacheKey,
+        entry: &Arc<MemEntry<V>>,
+        created_at: Instant,
+    ) -> Option<Duration> {
+        Some(entry.stale_until.saturating_duration_since(created_at))
+    }
+
+    fn expire_after_update(
+        &self,
+        _key: &CacheKey,
+        entry: &Arc<MemEntry<V>>,
+        updated_at: Instant,
+        _duration_until_expiry: Option<Duration>,
+    ) -> Option<Duration> {
+        Some(entry.stale_until.saturating_duration_since(updated_at))
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> MemoryStorage<V> {
+    /// A store bounded to [`DEFAULT_MAX_ENTRIES`] entries.
+    pub fn new() -> Self {
+        Self::builder().build()
+    }
+
+    /// Configures a store.
+    pub fn builder() -> MemoryStorageBuilder<V> {
+        MemoryStorageBuilder {
+            bound: Bound::Entries(DEFAULT_MAX_ENTRIES),
+        }
+    }
+
+    /// Runs moka's pending maintenance now: evictions for the size bound,
+    /// expiry, and the eviction listener. The bound holds after it.
+    pub fn run_pending_tasks(&self) {
+        self.inner.entries.run_pending_tasks();
+    }
+
+    /// The total weight (entries, or bytes with a weigher) as of the last
+    /// maintenance.
+    pub fn weighted_size(&self) -> u64 {
+        self.inner.entries.weighted_size()
+    }
+
+    /// The number of entries as of the last maintenance.
+    pub fn entry_count(&self) -> u64 {
+        self.inner.entries.entry_count()
+    }
+
+    /// The number of (reference, key) pairs indexed.
+    pub fn indexed_references(&self) -> usize {
+        self.inner.shared.index.len()
+    }
+
+    fn remove(&self, key: CacheKey, removals: &mut Removals) {
+        if let Some(entry) = self.inner.entries.remove(&key) {
+            removals.record(&entry.namespace);
+        }
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> Default for MemoryStorage<V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> Storage<V> for MemoryStorage<V> {
+    fn name(&self) -> &'static str {
+        "memory"
+    }
+
+    #[inline]
+    fn get(&self, key: CacheKey) -> StorageFuture<'_, StorageResult<Option<Stored<V>>>> {
+        let found = self.inner.entries.get(&key).map(|entry| Stored {
+            value: entry.value.clone(),
+            fresh_until: entry.fresh_until,
+            stale_until: entry.stale_until,
+        });
+        StorageFuture::ready(Ok(found))
+    }
+
+    fn get_many<'a>(
+        &'a self,
+        keys: &'a [CacheKey],
+    ) -> StorageFuture<'a, StorageResult<Vec<Option<Stored<V>>>>> {
+        let found = keys
+            .iter()
+            .map(|key| {
+                self.inner.entries.get(key).map(|entry| Stored {
+                    value: entry.value.clone(),
+                    fresh_until: entry.fresh_until,
+                    stale_until: entry.stale_until,
+                })
+            })
+            .collect();
+        StorageFuture::ready(Ok(found))
+    }
+
+    fn set(&self, key: CacheKey, entry: Entry<V>, ttl: Duration) -> StorageFuture<'_, StorageResult<()>> {
+        // moka expires the entry at `stale_until`; `ttl` says the same thing.
+        let _ = ttl;
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        self.inner.shared.index.insert(key, id, &entry.references);
+        self.inner.entries.insert(
+            key,
+            Arc::new(MemEntry {
+                value: entry.value,
+                fresh_until: entry.fresh_until,
+                stale_until: entry.stale_until,
+                references: entry.references,
+                namespace: entry.namespace,
+                id,
+            }),
+        );
+        StorageFuture::ready(Ok(()))
+    }
+
+    fn delete(&self, key: CacheKey) -> StorageFuture<'_, StorageResult<Removals>> {
+        let mut removals = Removals::new();
+        self.remove(key, &mut removals);
+        StorageFuture::ready(Ok(removals))
+    }
+
+    fn invalidate<'a>(
+        &'a self,
+        patterns: &'a [ReferencePattern],
+    ) -> StorageFuture<'a, StorageResult<Removals>> {
+        // Collect under the index lock, remove after: removal runs the
+        // eviction listener, which takes the same lock.
+        let keys = self.inner.shared.index.matching(patterns);
+        let mut removals = Removals::new();
+        for key in keys {
+            self.remove(key, &mut removals);
+        }
+        StorageFuture::ready(Ok(removals))
+    }
+
+    fn clear(&self) -> StorageFuture<'_, StorageResult<Removals>> {
+        let mut removals = Removals::new();
+        let now = Instant::now();
+        for (_, entry) in self.inner.entries.iter() {
+            if entry.stale_until > now {
+                removals.record(&entry.namespace);
+            }
+        }
+        self.inner.entries.invalidate_all();
+        self.inner.shared.index.clear();
+        StorageFuture::ready(Ok(removals))
+    }
+
+    fn observe_evictions(&self, observer: EvictionObserver) {
+        self.inner.shared.observers.write().push(observer);
+    }
+}

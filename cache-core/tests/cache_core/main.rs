@@ -1,0 +1,13 @@
+//! Behaviour tests of cache-core, through its public interface only.
+//! Each module is named after what its tests prove.
+
+mod cancel;
+mod dedupe;
+mod errors;
+mod invalidate;
+mod keys;
+mod stale;
+mod stats;
+mod storage;
+mod strategy;
+mod support;

@@ -1,0 +1,135 @@
+//! `gateway`: the federating GraphQL gateway of graphql-cache-lab.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::Parser;
+use gateway::execute::DocumentLimits;
+use gateway::http::RequestLimits;
+use gateway::startup::{Backoff, GatewayConfig};
+use gateway::supergraph::Subgraph;
+
+#[derive(Parser, Debug)]
+#[command(about = "Federating GraphQL gateway: composes the subgraphs' SDL and plans queries across them")]
+struct Cli {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:3000")]
+    listen: SocketAddr,
+    /// A subgraph as NAME=URL (repeat for each subgraph).
+    #[arg(long = "subgraph", value_name = "NAME=URL", required = true, value_parser = parse_subgraph)]
+    subgraphs: Vec<Subgraph>,
+    /// Give up reading the subgraphs' SDL after this many seconds.
+    #[arg(long, default_value_t = 30.0)]
+    startup_timeout_secs: f64,
+    /// Timeout of one subgraph request, in milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    upstream_timeout_ms: u64,
+    /// Largest accepted request body, in bytes.
+    #[arg(long, default_value_t = 1 << 20)]
+    max_body_bytes: usize,
+    /// Deepest accepted selection nesting.
+    #[arg(long, default_value_t = 32)]
+    max_depth: usize,
+    /// Most fields (each alias counts) in one document.
+    #[arg(long, default_value_t = 2000)]
+    max_fields: usize,
+    /// Time a client has to send its request headers, in milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    header_read_timeout_ms: u64,
+    /// Time a client has to send its request body, in milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    body_read_timeout_ms: u64,
+    /// Time the gateway allows itself per request, in milliseconds.
+    #[arg(long, default_value_t = 30_000)]
+    request_timeout_ms: u64,
+    /// Serve GET /debug/profile?seconds=N&hz=H: CPU samples as collapsed stacks (for flamegraphs).
+    #[arg(long)]
+    profiling: bool,
+}
+
+fn parse_subgraph(s: &str) -> Result<Subgraph, String> {
+    let (name, url) = s.split_once('=').ok_or_else(|| format!("expected NAME=URL, got {s:?}"))?;
+    if name.is_empty() || !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(format!("expected NAME=http://HOST:PORT/PATH, got {s:?}"));
+    }
+    Ok(Subgraph { name: name.to_string(), url: url.to_string() })
+}
+
+impl Cli {
+    fn config(&self) -> Result<GatewayConfig, String> {
+        if !(self.startup_timeout_secs.is_finite() && self.startup_timeout_secs >= 0.0) {
+            return Err("--startup-timeout-secs must be a non-negative number".into());
+        }
+        let mut names: Vec<&str> = self.subgraphs.iter().map(|s| s.name.as_str()).collect();
+        names.sort_unstable();
+        if names.windows(2).any(|w| w[0] == w[1]) {
+            return Err("--subgraph: each subgraph name may appear once".into());
+        }
+        if self.max_depth == 0 || self.max_fields == 0 || self.max_body_bytes == 0 {
+            return Err("--max-depth, --max-fields and --max-body-bytes must be positive".into());
+        }
+        Ok(GatewayConfig {
+            subgraphs: self.subgraphs.clone(),
+            startup: Backoff {
+                deadline: Duration::from_secs_f64(self.startup_timeout_secs),
+                first: Duration::from_millis(50),
+                max: Duration::from_secs(2),
+            },
+            upstream_timeout: Duration::from_millis(self.upstream_timeout_ms),
+            requests: RequestLimits {
+                max_body_bytes: self.max_body_bytes,
+                max_text_nesting: self.max_depth * 2 + 16,
+                body_read_timeout: Duration::from_millis(self.body_read_timeout_ms),
+                header_read_timeout: Duration::from_millis(self.header_read_timeout_ms),
+                request_timeout: Duration::from_millis(self.request_timeout_ms),
+            },
+            documents: DocumentLimits { max_depth: self.max_depth, max_fields: self.max_fields },
+            profiling: self.profiling,
+        })
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "gateway=info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let config = match cli.config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("gateway: {e}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(&cli, config).await {
+        eprintln!("gateway: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(cli: &Cli, config: GatewayConfig) -> anyhow::Result<()> {
+    let app = gateway::startup::build_app(&config).await?;
+    let listener = tokio::net::TcpListener::bind(cli.listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("--listen {}: cannot bind: {e}", cli.listen))?;
+    eprintln!("gateway listening on http://{}/graphql", listener.local_addr()?);
+    let router = gateway::http::router(app);
+    gateway::http::serve(listener, router, config.requests.header_read_timeout, subgraph_host_free_shutdown()).await;
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM, so the matrix runner can stop the gateway by PID.
+async fn subgraph_host_free_shutdown() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! { _ = tokio::signal::ctrl_c() => {}, _ = term.recv() => {} }
+}

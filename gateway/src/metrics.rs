@@ -1,0 +1,106 @@
+//! The gateway's counters and request-latency histogram, rendered as Prometheus text.
+//!
+//! Everything is a relaxed atomic: counters are read only by `/metrics`, which needs
+//! no snapshot consistency across them, and the hot path pays one uncontended
+//! `fetch_add` per event.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+/// Upper bounds (seconds) of the request-latency histogram buckets.
+const LATENCY_BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+pub struct Metrics {
+    requests: AtomicU64,
+    request_errors: AtomicU64,
+    upstream: Vec<(String, AtomicU64, AtomicU64)>,
+    latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
+    latency_count: AtomicU64,
+    latency_sum_micros: AtomicU64,
+    /// Extra sections (e.g. cache counters) appended by other layers.
+    extra: std::sync::RwLock<Vec<Box<dyn Fn(&mut String) + Send + Sync>>>,
+}
+
+impl Metrics {
+    pub fn new(subgraphs: impl IntoIterator<Item = String>) -> Self {
+        Metrics {
+            requests: AtomicU64::new(0),
+            request_errors: AtomicU64::new(0),
+            upstream: subgraphs.into_iter().map(|s| (s, AtomicU64::new(0), AtomicU64::new(0))).collect(),
+            latency_buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+            latency_count: AtomicU64::new(0),
+            latency_sum_micros: AtomicU64::new(0),
+            extra: Default::default(),
+        }
+    }
+
+    /// A GraphQL request finished after `elapsed`; `failed` when it carried errors.
+    pub fn request(&self, elapsed: Duration, failed: bool) {
+        self.requests.fetch_add(1, Relaxed);
+        if failed {
+            self.request_errors.fetch_add(1, Relaxed);
+        }
+        let secs = elapsed.as_secs_f64();
+        if let Some(i) = LATENCY_BUCKETS.iter().position(|&b| secs <= b) {
+            self.latency_buckets[i].fetch_add(1, Relaxed);
+        }
+        self.latency_count.fetch_add(1, Relaxed);
+        self.latency_sum_micros.fetch_add(elapsed.as_micros() as u64, Relaxed);
+    }
+
+    pub fn upstream_request(&self, subgraph: usize) {
+        if let Some((_, n, _)) = self.upstream.get(subgraph) {
+            n.fetch_add(1, Relaxed);
+        }
+    }
+
+    pub fn upstream_error(&self, subgraph: usize) {
+        if let Some((_, _, n)) = self.upstream.get(subgraph) {
+            n.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Register a renderer for more metrics (cache layers use this).
+    pub fn add_section(&self, render: impl Fn(&mut String) + Send + Sync + 'static) {
+        self.extra.write().unwrap_or_else(|p| p.into_inner()).push(Box::new(render));
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = String::with_capacity(2048);
+        let _ = writeln!(out, "# HELP gateway_requests_total GraphQL requests answered.");
+        let _ = writeln!(out, "# TYPE gateway_requests_total counter");
+        let _ = writeln!(out, "gateway_requests_total {}", self.requests.load(Relaxed));
+        let _ = writeln!(out, "# HELP gateway_request_errors_total GraphQL requests whose response carried errors.");
+        let _ = writeln!(out, "# TYPE gateway_request_errors_total counter");
+        let _ = writeln!(out, "gateway_request_errors_total {}", self.request_errors.load(Relaxed));
+        let _ = writeln!(out, "# HELP gateway_upstream_requests_total HTTP requests sent to each subgraph.");
+        let _ = writeln!(out, "# TYPE gateway_upstream_requests_total counter");
+        for (name, n, _) in &self.upstream {
+            let _ = writeln!(out, "gateway_upstream_requests_total{{subgraph=\"{name}\"}} {}", n.load(Relaxed));
+        }
+        let _ = writeln!(out, "# HELP gateway_upstream_errors_total Subgraph requests that got no GraphQL response.");
+        let _ = writeln!(out, "# TYPE gateway_upstream_errors_total counter");
+        for (name, _, n) in &self.upstream {
+            let _ = writeln!(out, "gateway_upstream_errors_total{{subgraph=\"{name}\"}} {}", n.load(Relaxed));
+        }
+        let _ = writeln!(out, "# HELP gateway_request_duration_seconds Time from request received to response ready.");
+        let _ = writeln!(out, "# TYPE gateway_request_duration_seconds histogram");
+        let mut cumulative = 0;
+        for (bound, n) in LATENCY_BUCKETS.iter().zip(&self.latency_buckets) {
+            cumulative += n.load(Relaxed);
+            let _ = writeln!(out, "gateway_request_duration_seconds_bucket{{le=\"{bound}\"}} {cumulative}");
+        }
+        let count = self.latency_count.load(Relaxed);
+        let _ = writeln!(out, "gateway_request_duration_seconds_bucket{{le=\"+Inf\"}} {count}");
+        let sum = self.latency_sum_micros.load(Relaxed) as f64 / 1e6;
+        let _ = writeln!(out, "gateway_request_duration_seconds_sum {sum}");
+        let _ = writeln!(out, "gateway_request_duration_seconds_count {count}");
+        for render in self.extra.read().unwrap_or_else(|p| p.into_inner()).iter() {
+            render(&mut out);
+        }
+        out
+    }
+}

@@ -1,0 +1,62 @@
+//! On-demand CPU sampling of the gateway, for the matrix runner's flamegraphs.
+//!
+//! Enabled with `--profiling`: `GET /debug/profile?seconds=N&hz=H` samples every thread
+//! of the process with pprof (SIGPROF) for N seconds and answers collapsed stacks, one
+//! `thread;root;…;leaf COUNT` line per distinct stack, ready for inferno. Only one
+//! profile runs at a time (the sampler is process-wide); a second request gets 409.
+//! The kernel tick caps sampling near 250 Hz here, so `hz` is clamped to 1..=250.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use axum::extract::Query;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+
+static RUNNING: AtomicBool = AtomicBool::new(false);
+
+pub async fn handler(Query(params): Query<HashMap<String, String>>) -> impl IntoResponse {
+    let seconds: f64 = match params.get("seconds").map(|s| s.parse::<f64>()) {
+        None => 10.0,
+        Some(Ok(s)) if s > 0.0 && s <= 300.0 => s,
+        Some(_) => return (StatusCode::BAD_REQUEST, "seconds must be a number in (0, 300]".to_string()),
+    };
+    let hz: i32 = match params.get("hz").map(|s| s.parse::<i32>()) {
+        None => 199,
+        Some(Ok(h)) if h > 0 => h.min(250),
+        Some(_) => return (StatusCode::BAD_REQUEST, "hz must be a positive integer".to_string()),
+    };
+    if RUNNING.swap(true, Ordering::SeqCst) {
+        return (StatusCode::CONFLICT, "a profile is already being taken".to_string());
+    }
+    let result = sample(Duration::from_secs_f64(seconds), hz).await;
+    RUNNING.store(false, Ordering::SeqCst);
+    match result {
+        Ok(folded) => (StatusCode::OK, folded),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("profiling failed: {e}")),
+    }
+}
+
+async fn sample(duration: Duration, hz: i32) -> Result<String, pprof::Error> {
+    let guard = pprof::ProfilerGuardBuilder::default()
+        .frequency(hz)
+        .blocklist(&["libc", "libgcc", "pthread", "vdso"])
+        .build()?;
+    tokio::time::sleep(duration).await;
+    let report = guard.report().build()?;
+    let mut out = String::new();
+    for (frames, count) in &report.data {
+        out.push_str(&frames.thread_name);
+        // pprof lists the leaf first; collapsed stacks go root first.
+        for frame in frames.frames.iter().rev() {
+            for symbol in frame.iter().rev() {
+                out.push(';');
+                out.push_str(&symbol.name().replace(';', ":"));
+            }
+        }
+        let _ = writeln!(out, " {count}");
+    }
+    Ok(out)
+}

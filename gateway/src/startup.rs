@@ -1,0 +1,87 @@
+//! Start-up: read every subgraph's SDL, compose, and assemble a running gateway.
+//!
+//! Subgraphs often start at the same time as the gateway, so reading their SDL is
+//! retried with exponential backoff until a deadline; the error then names the
+//! subgraph and the last failure.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context as _};
+
+use crate::execute::{build_schema, DocumentLimits};
+use crate::http::{App, RequestLimits};
+use crate::metrics::Metrics;
+use crate::supergraph::{Subgraph, Supergraph};
+use crate::upstream::{Fetch, SubgraphClients};
+
+/// How long and how often to retry reading a subgraph's SDL.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    pub deadline: Duration,
+    pub first: Duration,
+    pub max: Duration,
+}
+
+/// Everything needed to build a gateway.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    pub subgraphs: Vec<Subgraph>,
+    pub startup: Backoff,
+    pub upstream_timeout: Duration,
+    pub requests: RequestLimits,
+    pub documents: DocumentLimits,
+    /// Serve `GET /debug/profile` for flamegraphs.
+    pub profiling: bool,
+}
+
+/// Ask `url` for `_service { sdl }` until it answers or `backoff.deadline` passes.
+pub async fn fetch_sdl(http: &reqwest::Client, sg: &Subgraph, backoff: &Backoff) -> anyhow::Result<String> {
+    let started = Instant::now();
+    let mut wait = backoff.first;
+    loop {
+        let attempt = async {
+            let response = http
+                .post(&sg.url)
+                .json(&serde_json::json!({ "query": "{ _service { sdl } }" }))
+                .send()
+                .await?;
+            let status = response.status();
+            let body: serde_json::Value = response.json().await?;
+            match body.pointer("/data/_service/sdl").and_then(|v| v.as_str()) {
+                Some(sdl) => Ok(sdl.to_string()),
+                None => Err(anyhow!("HTTP {status}, no _service.sdl in {body}")),
+            }
+        };
+        let error = match attempt.await {
+            Ok(sdl) => return Ok(sdl),
+            Err(e) => e,
+        };
+        if started.elapsed() + wait > backoff.deadline {
+            return Err(anyhow!(
+                "subgraph {} at {} did not answer `_service {{ sdl }}` within {:?}: {error:#}",
+                sg.name,
+                sg.url,
+                backoff.deadline
+            ));
+        }
+        tracing::info!("waiting for subgraph {} ({error:#}); retrying in {wait:?}", sg.name);
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(backoff.max);
+    }
+}
+
+/// Read the SDL of every subgraph, compose, and build the app.
+pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build()?;
+    let mut sdls = Vec::with_capacity(config.subgraphs.len());
+    for sg in &config.subgraphs {
+        sdls.push(fetch_sdl(&http, sg, &config.startup).await?);
+    }
+    let supergraph = Arc::new(Supergraph::compose(config.subgraphs.clone(), &sdls)?);
+    let metrics = Arc::new(Metrics::new(config.subgraphs.iter().map(|s| s.name.clone())));
+    let clients = SubgraphClients::new(config.subgraphs.clone(), config.upstream_timeout, metrics.clone())?;
+    let fetch: Arc<dyn Fetch> = Arc::new(clients);
+    let schema = build_schema(supergraph.clone(), fetch, &config.documents).context("building the public schema")?;
+    Ok(Arc::new(App { schema, supergraph, metrics, limits: config.requests.clone(), profiling: config.profiling }))
+}

@@ -1,0 +1,156 @@
+//! Test rig: the two subgraphs and the gateway, each on its own free 127.0.0.1 port,
+//! in this process, spoken to over real HTTP.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::Router;
+use gateway::execute::DocumentLimits;
+use gateway::http::RequestLimits;
+use gateway::startup::{Backoff, GatewayConfig};
+use gateway::supergraph::Subgraph;
+use serde_json::Value;
+
+/// An HTTP server on a free port; dropping it closes the listener and every connection.
+pub struct Server {
+    pub addr: SocketAddr,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Server {
+    pub async fn start(router: Router) -> Server {
+        Server::start_on("127.0.0.1:0".parse().unwrap(), router).await
+    }
+
+    pub async fn start_on(addr: SocketAddr, router: Router) -> Server {
+        let listener = tokio::net::TcpListener::bind(addr).await.expect("bind");
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(gateway::http::serve(
+            listener,
+            router,
+            Duration::from_millis(500),
+            std::future::pending(),
+        ));
+        Server { addr, task: Some(task) }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/graphql", self.addr)
+    }
+
+    /// Stop serving, closing open connections, and wait until the port is released.
+    pub async fn stop(mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
+pub fn user_router() -> Router {
+    subgraph_host::router("user", user_service::schema(), Duration::ZERO)
+}
+
+pub fn post_router() -> Router {
+    subgraph_host::router("post", post_service::schema(), Duration::ZERO)
+}
+
+pub fn config(subgraphs: Vec<Subgraph>) -> GatewayConfig {
+    GatewayConfig {
+        subgraphs,
+        startup: Backoff { deadline: Duration::from_secs(10), first: Duration::from_millis(20), max: Duration::from_millis(200) },
+        upstream_timeout: Duration::from_secs(5),
+        requests: RequestLimits {
+            max_body_bytes: 1 << 20,
+            max_text_nesting: 80,
+            body_read_timeout: Duration::from_millis(500),
+            header_read_timeout: Duration::from_millis(500),
+            request_timeout: Duration::from_secs(10),
+        },
+        documents: DocumentLimits { max_depth: 32, max_fields: 2000 },
+        profiling: true,
+    }
+}
+
+/// user-service, post-service and a gateway over them.
+pub struct Lab {
+    pub user: Server,
+    pub post: Server,
+    pub gateway: Server,
+    pub http: reqwest::Client,
+}
+
+impl Lab {
+    pub async fn start() -> Lab {
+        Lab::start_with(|_| {}).await
+    }
+
+    pub async fn start_with(tweak: impl FnOnce(&mut GatewayConfig)) -> Lab {
+        let user = Server::start(user_router()).await;
+        let post = Server::start(post_router()).await;
+        let mut cfg = config(vec![
+            Subgraph { name: "user".into(), url: user.url() },
+            Subgraph { name: "post".into(), url: post.url() },
+        ]);
+        tweak(&mut cfg);
+        let app = gateway::startup::build_app(&cfg).await.expect("gateway starts");
+        let gateway = Server::start(gateway::http::router(app)).await;
+        Lab { user, post, gateway, http: reqwest::Client::new() }
+    }
+
+    /// POST a raw body with `Content-Type: application/json`; the status and body text.
+    pub async fn post_raw(&self, body: impl Into<reqwest::Body>) -> (u16, String) {
+        let r = self
+            .http
+            .post(self.gateway.url())
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .expect("gateway answers");
+        (r.status().as_u16(), r.text().await.unwrap())
+    }
+
+    /// Run a query; the response body as JSON.
+    pub async fn query(&self, query: &str) -> Value {
+        self.query_with(query, Value::Null, &[]).await
+    }
+
+    pub async fn query_with(&self, query: &str, variables: Value, headers: &[(&str, &str)]) -> Value {
+        let mut req = self.http.post(self.gateway.url()).json(&serde_json::json!({ "query": query, "variables": variables }));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let r = req.send().await.expect("gateway answers");
+        assert_eq!(r.status(), 200);
+        r.json().await.unwrap()
+    }
+
+    /// `subgraph_requests_total` of (user-service, post-service).
+    pub async fn subgraph_requests(&self) -> (u64, u64) {
+        (self.counter(&self.user, "subgraph_requests_total").await, self.counter(&self.post, "subgraph_requests_total").await)
+    }
+
+    pub async fn counter(&self, server: &Server, name: &str) -> u64 {
+        let text = self.http.get(format!("http://{}/metrics", server.addr)).send().await.unwrap().text().await.unwrap();
+        metric(&text, name).unwrap_or_else(|| panic!("{name} missing from:\n{text}")) as u64
+    }
+}
+
+/// The value of the first sample named `name` (with any labels) in Prometheus text.
+pub fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find(|l| l.starts_with(name) && matches!(l.as_bytes().get(name.len()), Some(b' ') | Some(b'{')))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}

@@ -1,0 +1,306 @@
+//! The command line: subcommands, flags, and their checks.
+//!
+//! Parsing errors come from clap and name the flag; checks that need more than one flag
+//! or a file happen in [`BenchArgs::plan`] and name the flag too.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::engine::{BenchPlan, StopRule};
+use crate::request_template::{BodySource, RequestTemplate};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "loadgen",
+    version,
+    about = "Load generator and experiment-matrix runner of graphql-cache-lab"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Load one URL (closed loop, or open loop with --rate) and report latency and errors.
+    Bench(BenchArgs),
+    /// Run an experiment file: every configuration, in interleaved rounds.
+    Matrix(MatrixArgs),
+    /// Print two matrix runs side by side.
+    Compare(CompareArgs),
+    /// Serve the calibration target (fixed answers, known delays) for comparisons.
+    Target(TargetArgs),
+}
+
+/// `loadgen bench`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// URL to load, http only (e.g. http://127.0.0.1:3000/graphql).
+    #[arg(long)]
+    pub url: String,
+    /// Keep-alive connections, each with one request in flight.
+    #[arg(short = 'c', long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub connections: u64,
+    /// Worker threads [default: all cores].
+    #[arg(short = 't', long, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub threads: Option<u64>,
+    /// Length of the measured window (e.g. 10s, 500ms, 2m) [default: 10s].
+    #[arg(short = 'd', long, value_parser = parse_duration, conflicts_with = "requests")]
+    pub duration: Option<Duration>,
+    /// Stop after this many requests instead of after a duration.
+    #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub requests: Option<u64>,
+    /// Load sent before the measured window, not counted.
+    #[arg(long, value_parser = parse_duration_or_zero, default_value = "0s")]
+    pub warmup: Duration,
+    /// HTTP method [default: POST with a body, GET without].
+    #[arg(short = 'm', long)]
+    pub method: Option<String>,
+    /// Request header `Name: value` (repeatable).
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+    /// Send this file's bytes as the body.
+    #[arg(long, conflicts_with = "query_file")]
+    pub body_file: Option<PathBuf>,
+    /// Send this GraphQL document as `{"query": ...}` JSON.
+    #[arg(long)]
+    pub query_file: Option<PathBuf>,
+    /// GraphQL variables as a JSON object (with --query-file).
+    #[arg(long, requires = "query_file")]
+    pub variables: Option<String>,
+    /// Give up on a request after this long and count a timeout.
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub timeout: Duration,
+    /// Open loop: send this many requests per second in total, on a fixed schedule.
+    #[arg(long, value_parser = parse_rate)]
+    pub rate: Option<f64>,
+    /// Print one JSON object (schema in loadgen/README.md) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Do not draw the live progress line.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+impl BenchArgs {
+    /// Validate and read everything the run needs.
+    pub fn plan(&self) -> anyhow::Result<BenchPlan> {
+        let body = match (&self.body_file, &self.query_file) {
+            (Some(path), None) => BodySource::Raw(
+                std::fs::read(path)
+                    .map_err(|e| anyhow::anyhow!("--body-file {}: {e}", path.display()))?,
+            ),
+            (None, Some(path)) => BodySource::GraphQl {
+                query: std::fs::read_to_string(path)
+                    .map_err(|e| anyhow::anyhow!("--query-file {}: {e}", path.display()))?,
+                variables: self.variables.clone(),
+            },
+            (None, None) => BodySource::Empty,
+            (Some(_), Some(_)) => {
+                anyhow::bail!("--body-file and --query-file are mutually exclusive")
+            }
+        };
+        let template =
+            RequestTemplate::new(&self.url, self.method.as_deref(), &self.headers, body)?;
+        let stop = match (self.requests, self.duration) {
+            (Some(n), _) => StopRule::Requests(n),
+            (None, Some(d)) => StopRule::After(d),
+            (None, None) => StopRule::After(Duration::from_secs(10)),
+        };
+        Ok(BenchPlan {
+            template,
+            connections: usize::try_from(self.connections)?,
+            threads: match self.threads {
+                Some(t) => usize::try_from(t)?,
+                None => crate::proc_usage::available_cores(),
+            },
+            stop,
+            warmup: self.warmup,
+            timeout: self.timeout,
+            rate: self.rate,
+            progress: !self.no_progress && !self.json,
+        })
+    }
+}
+
+/// `loadgen matrix`.
+#[derive(Debug, Clone, Args)]
+pub struct MatrixArgs {
+    /// Experiment file (TOML).
+    #[arg(long, default_value = "experiments/seed.toml")]
+    pub config: PathBuf,
+    /// Directory for this run's files [default: results/<run-id>].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// A short run for CI: one round, a few seconds per configuration.
+    #[arg(long)]
+    pub quick: bool,
+    /// Rounds; every round runs every configuration once, interleaved [default: 3, 1 with --quick].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub rounds: Option<u32>,
+    /// Measured window per configuration and round [default: 10s, 3s with --quick].
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Warm-up before each measured window [default: 2s, 1s with --quick].
+    #[arg(long, value_parser = parse_duration_or_zero)]
+    pub warmup: Option<Duration>,
+    /// Where the gateway, user-service and post-service binaries are [default: next to loadgen].
+    #[arg(long)]
+    pub bin_dir: Option<PathBuf>,
+}
+
+/// `loadgen compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The first run: its directory or its summary.json.
+    pub a: PathBuf,
+    /// The second run: its directory or its summary.json.
+    pub b: PathBuf,
+}
+
+/// `loadgen target`.
+#[derive(Debug, Clone, Args)]
+pub struct TargetArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: std::net::SocketAddr,
+    /// Delay of every answer on paths without their own behaviour, in milliseconds.
+    #[arg(long, default_value_t = 0)]
+    pub delay_ms: u64,
+    /// Runtime worker threads of the server.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub threads: u64,
+}
+
+/// A positive duration: `10s`, `500ms`, `2m`, `1.5s`, `250us`, or bare seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let d = parse_duration_or_zero(text)?;
+    if d.is_zero() {
+        return Err("must be more than zero".into());
+    }
+    Ok(d)
+}
+
+/// Like [`parse_duration`], but zero is allowed.
+pub fn parse_duration_or_zero(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 10s, 500ms or 2m"))?;
+    let seconds = match unit.trim() {
+        "" | "s" | "sec" => value,
+        "ms" => value / 1e3,
+        "us" | "µs" => value / 1e6,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        other => return Err(format!("unknown unit {other:?} (use us, ms, s, m or h)")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{text:?}: {e}"))
+}
+
+fn parse_rate(text: &str) -> Result<f64, String> {
+    let rate: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number"))?;
+    if !(rate.is_finite() && rate > 0.0) {
+        return Err("must be a positive number of requests per second".into());
+    }
+    Ok(rate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration_or_zero("0s"), Ok(Duration::ZERO));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("ten").is_err());
+        assert!(parse_duration("3 days").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn bad_flags_are_named() {
+        let err = Cli::try_parse_from([
+            "loadgen",
+            "bench",
+            "--url",
+            "http://127.0.0.1:1/",
+            "--duration",
+            "soon",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("--duration"), "{err}");
+        let err = Cli::try_parse_from([
+            "loadgen",
+            "bench",
+            "--url",
+            "http://127.0.0.1:1/",
+            "--rate",
+            "0",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("--rate"), "{err}");
+        let err = Cli::try_parse_from([
+            "loadgen",
+            "bench",
+            "--url",
+            "http://127.0.0.1:1/",
+            "-c",
+            "0",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("--connections"), "{err}");
+        let err = Cli::try_parse_from([
+            "loadgen",
+            "bench",
+            "--url",
+            "http://x/",
+            "-d",
+            "1s",
+            "-n",
+            "5",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("--requests") || err.contains("--duration"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn missing_files_are_named() {
+        let Command::Bench(args) = Cli::try_parse_from([
+            "loadgen",
+            "bench",
+            "--url",
+            "http://127.0.0.1:1/graphql",
+            "--query-file",
+            "/nonexistent/q.graphql",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("expected bench")
+        };
+        let err = args.plan().unwrap_err().to_string();
+        assert!(err.starts_with("--query-file"), "{err}");
+    }
+}

@@ -1,0 +1,588 @@
+//! Experiment files: the query, its expected answer, and the configurations to compare.
+//!
+//! An experiment file is TOML (see `experiments/seed.toml` and `loadgen/README.md`). A
+//! configuration is nothing more than the extra arguments of the three services plus
+//! the load settings, so new gateway flags need no change here. Loading checks every
+//! rule up front and names the file, the configuration and the key at fault.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cli::{parse_duration, parse_duration_or_zero};
+
+/// Flags the runner sets itself; a configuration may not pass them.
+const RUNNER_OWNED_FLAGS: [&str; 3] = ["--listen", "--subgraph", "--profiling"];
+
+/// Why an experiment file was rejected.
+#[derive(Debug, thiserror::Error)]
+pub enum ExperimentError {
+    #[error("{path}: cannot read: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Syntax { path: PathBuf, message: String },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// The file as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExperimentFile {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    baseline: Option<String>,
+    query: QueryFile,
+    #[serde(default)]
+    load: LoadFile,
+    #[serde(default)]
+    run: RunFile,
+    #[serde(default)]
+    profile: ProfileFile,
+    #[serde(default, rename = "config")]
+    configs: Vec<ConfigFile>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueryFile {
+    document: String,
+    #[serde(default)]
+    variables: Option<toml::Table>,
+    expected: String,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    headers: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LoadFile {
+    connections: Option<i64>,
+    threads: Option<i64>,
+    rate: Option<f64>,
+    timeout: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunFile {
+    rounds: Option<i64>,
+    duration: Option<String>,
+    warmup: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    enabled: Option<bool>,
+    hz: Option<i64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    gateway: Vec<String>,
+    #[serde(default)]
+    user_service: Vec<String>,
+    #[serde(default)]
+    post_service: Vec<String>,
+    #[serde(default)]
+    load: LoadFile,
+}
+
+/// The query every configuration is measured with.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QuerySpec {
+    pub document: String,
+    /// Variables as a JSON object, if any.
+    pub variables: Option<serde_json::Value>,
+    /// The exact answer the gateway must give (compared as JSON).
+    pub expected: serde_json::Value,
+    /// Path of the GraphQL endpoint on the gateway.
+    pub path: String,
+    /// Extra request headers, `Name: value`.
+    pub headers: Vec<String>,
+}
+
+impl QuerySpec {
+    /// The JSON body sent to the gateway.
+    pub fn body(&self) -> String {
+        let mut body = serde_json::Map::new();
+        body.insert(
+            "query".into(),
+            serde_json::Value::String(self.document.clone()),
+        );
+        if let Some(v) = &self.variables {
+            body.insert("variables".into(), v.clone());
+        }
+        serde_json::Value::Object(body).to_string()
+    }
+}
+
+/// Load settings of one configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadSpec {
+    pub connections: usize,
+    pub threads: usize,
+    /// Open loop at this many requests per second; closed loop when absent.
+    pub rate: Option<f64>,
+    #[serde(serialize_with = "seconds")]
+    pub timeout: Duration,
+}
+
+/// Round count and window lengths the file asks for (the command line may override).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RunSpec {
+    pub rounds: Option<u32>,
+    #[serde(serialize_with = "optional_seconds")]
+    pub duration: Option<Duration>,
+    #[serde(serialize_with = "optional_seconds")]
+    pub warmup: Option<Duration>,
+}
+
+/// Flamegraph sampling of the gateway.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProfileSpec {
+    /// Start the gateway with `--profiling` and sample it during the measured window.
+    pub enabled: bool,
+    /// Sampling frequency asked of the gateway.
+    pub hz: u32,
+}
+
+/// One configuration: the services' extra arguments and the load.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfigSpec {
+    pub name: String,
+    pub description: Option<String>,
+    pub gateway_args: Vec<String>,
+    pub user_service_args: Vec<String>,
+    pub post_service_args: Vec<String>,
+    pub load: LoadSpec,
+}
+
+/// A validated experiment.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Experiment {
+    pub name: String,
+    pub description: Option<String>,
+    /// The configuration ratios are taken against.
+    pub baseline: String,
+    pub query: QuerySpec,
+    pub run: RunSpec,
+    pub profile: ProfileSpec,
+    pub configs: Vec<ConfigSpec>,
+}
+
+fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+fn optional_seconds<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_some(&d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
+/// Load settings used where neither `[load]` nor a configuration says otherwise.
+/// One thread and 100 connections, as wrk -t1 -c100 and autocannon in the talk.
+const DEFAULT_CONNECTIONS: usize = 100;
+const DEFAULT_THREADS: usize = 1;
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default flamegraph sampling rate: under the ~215 samples/s the kernel tick allows,
+/// and off the 100 Hz beat of timers.
+const DEFAULT_PROFILE_HZ: u32 = 99;
+
+impl Experiment {
+    /// Read and validate an experiment file.
+    pub fn load(path: &Path) -> Result<Experiment, ExperimentError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ExperimentError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Experiment::parse(&text, path)
+    }
+
+    /// Validate the text of an experiment file; `path` is only used in messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Experiment, ExperimentError> {
+        let file: ExperimentFile = toml::from_str(text).map_err(|e| ExperimentError::Syntax {
+            path: path.to_path_buf(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        let invalid = |message: String| ExperimentError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        };
+
+        if file.query.document.trim().is_empty() {
+            return Err(invalid("query.document is empty".into()));
+        }
+        let expected: serde_json::Value = serde_json::from_str(&file.query.expected)
+            .map_err(|e| invalid(format!("query.expected is not JSON: {e}")))?;
+        let variables = match file.query.variables {
+            Some(table) => Some(
+                serde_json::to_value(table)
+                    .map_err(|e| invalid(format!("query.variables: {e}")))?,
+            ),
+            None => None,
+        };
+        let query_path = file.query.path.unwrap_or_else(|| "/graphql".into());
+        if !query_path.starts_with('/') {
+            return Err(invalid(format!(
+                "query.path {query_path:?} must start with '/'"
+            )));
+        }
+        for h in &file.query.headers {
+            if !h.contains(':') {
+                return Err(invalid(format!(
+                    "query.headers: {h:?} is not `Name: value`"
+                )));
+            }
+        }
+
+        let run = RunSpec {
+            rounds: match file.run.rounds {
+                None => None,
+                Some(n) if (1..=1000).contains(&n) => Some(n as u32),
+                Some(n) => return Err(invalid(format!("run.rounds = {n}: must be 1 to 1000"))),
+            },
+            duration: file
+                .run
+                .duration
+                .map(|d| parse_duration(&d).map_err(|e| invalid(format!("run.duration: {e}"))))
+                .transpose()?,
+            warmup: file
+                .run
+                .warmup
+                .map(|d| {
+                    parse_duration_or_zero(&d).map_err(|e| invalid(format!("run.warmup: {e}")))
+                })
+                .transpose()?,
+        };
+        let profile = ProfileSpec {
+            enabled: file.profile.enabled.unwrap_or(true),
+            hz: match file.profile.hz {
+                None => DEFAULT_PROFILE_HZ,
+                Some(hz) if (1..=1000).contains(&hz) => hz as u32,
+                Some(hz) => return Err(invalid(format!("profile.hz = {hz}: must be 1 to 1000"))),
+            },
+        };
+        let defaults = resolve_load(&file.load, None, "load").map_err(invalid)?;
+
+        if file.configs.is_empty() {
+            return Err(invalid(
+                "no [[config]] entries: an experiment needs at least one configuration".into(),
+            ));
+        }
+        let mut configs = Vec::with_capacity(file.configs.len());
+        for (i, c) in file.configs.into_iter().enumerate() {
+            let at = format!("config #{} ({:?})", i + 1, c.name);
+            if c.name.is_empty()
+                || !c
+                    .name
+                    .chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'))
+            {
+                return Err(invalid(format!(
+                    "{at}: name must be non-empty and use only letters, digits, '-', '_' and '.' (it names files)"
+                )));
+            }
+            if configs.iter().any(|k: &ConfigSpec| k.name == c.name) {
+                return Err(invalid(format!("{at}: the name is used twice")));
+            }
+            for (key, args) in [
+                ("gateway", &c.gateway),
+                ("user_service", &c.user_service),
+                ("post_service", &c.post_service),
+            ] {
+                if let Some(flag) = args.iter().find(|a| {
+                    RUNNER_OWNED_FLAGS
+                        .iter()
+                        .any(|f| *a == f || a.starts_with(&format!("{f}=")))
+                }) {
+                    return Err(invalid(format!(
+                        "{at}: {key} passes {flag}, which the runner sets itself"
+                    )));
+                }
+            }
+            let load =
+                resolve_load(&c.load, Some(&defaults), &format!("{at}: load")).map_err(invalid)?;
+            configs.push(ConfigSpec {
+                name: c.name,
+                description: c.description,
+                gateway_args: c.gateway,
+                user_service_args: c.user_service,
+                post_service_args: c.post_service,
+                load,
+            });
+        }
+        let baseline = file.baseline.unwrap_or_else(|| configs[0].name.clone());
+        if !configs.iter().any(|c| c.name == baseline) {
+            return Err(invalid(format!(
+                "baseline {baseline:?} is not the name of a configuration"
+            )));
+        }
+        let name = file.name.unwrap_or_else(|| {
+            path.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "experiment".into())
+        });
+        Ok(Experiment {
+            name,
+            description: file.description,
+            baseline,
+            query: QuerySpec {
+                document: file.query.document,
+                variables,
+                expected,
+                path: query_path,
+                headers: file.query.headers,
+            },
+            run,
+            profile,
+            configs,
+        })
+    }
+
+    /// Extra arguments of every service of a configuration, by service name.
+    pub fn service_args(config: &ConfigSpec) -> BTreeMap<&'static str, &[String]> {
+        BTreeMap::from([
+            ("gateway", config.gateway_args.as_slice()),
+            ("user-service", config.user_service_args.as_slice()),
+            ("post-service", config.post_service_args.as_slice()),
+        ])
+    }
+}
+
+/// A `[load]` table over its defaults (the file's `[load]`, then the built-in ones).
+fn resolve_load(
+    load: &LoadFile,
+    defaults: Option<&LoadSpec>,
+    at: &str,
+) -> Result<LoadSpec, String> {
+    let connections = match load.connections {
+        None => defaults.map_or(DEFAULT_CONNECTIONS, |d| d.connections),
+        Some(n) if (1..=1_000_000).contains(&n) => n as usize,
+        Some(n) => return Err(format!("{at}.connections = {n}: must be 1 to 1000000")),
+    };
+    let threads = match load.threads {
+        None => defaults.map_or(DEFAULT_THREADS, |d| d.threads),
+        Some(n) if (1..=4096).contains(&n) => n as usize,
+        Some(n) => return Err(format!("{at}.threads = {n}: must be 1 to 4096")),
+    };
+    let rate = match load.rate {
+        None => defaults.and_then(|d| d.rate),
+        Some(r) if r.is_finite() && r > 0.0 => Some(r),
+        Some(r) => {
+            return Err(format!(
+                "{at}.rate = {r}: must be a positive number of requests per second"
+            ))
+        }
+    };
+    let timeout = match &load.timeout {
+        None => defaults.map_or(DEFAULT_TIMEOUT, |d| d.timeout),
+        Some(t) => parse_duration(t).map_err(|e| format!("{at}.timeout: {e}"))?,
+    };
+    Ok(LoadSpec {
+        connections,
+        threads,
+        rate,
+        timeout,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+[query]
+document = "{ me { id } }"
+expected = '{"data":{"me":{"id":"u1"}}}'
+
+[[config]]
+name = "plain"
+"#;
+
+    fn parse(text: &str) -> Result<Experiment, ExperimentError> {
+        Experiment::parse(text, Path::new("exp.toml"))
+    }
+
+    fn error(text: &str) -> String {
+        parse(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn minimal_file_gets_defaults() {
+        let e = parse(MINIMAL).unwrap();
+        assert_eq!(e.name, "exp");
+        assert_eq!(e.baseline, "plain");
+        assert_eq!(e.query.path, "/graphql");
+        assert_eq!(
+            e.query.expected,
+            serde_json::json!({"data": {"me": {"id": "u1"}}})
+        );
+        assert_eq!(e.configs.len(), 1);
+        let load = &e.configs[0].load;
+        assert_eq!((load.connections, load.threads, load.rate), (100, 1, None));
+        assert_eq!(load.timeout, Duration::from_secs(10));
+        assert_eq!(
+            e.profile,
+            ProfileSpec {
+                enabled: true,
+                hz: 99
+            }
+        );
+        assert_eq!(e.run, RunSpec::default());
+    }
+
+    #[test]
+    fn configs_override_the_load_table_and_keep_their_arguments() {
+        let e = parse(
+            r#"
+name = "ttl"
+baseline = "b"
+[query]
+document = "query($n: Int) { topPosts(count: $n) { pid } }"
+variables = { n = 2 }
+expected = '{"data":{"topPosts":[]}}'
+headers = ["authorization: Bearer u1"]
+[load]
+connections = 50
+timeout = "2s"
+[run]
+rounds = 5
+duration = "3s"
+warmup = "0s"
+[profile]
+hz = 49
+[[config]]
+name = "a"
+gateway = ["--ttl", "1"]
+[[config]]
+name = "b"
+post_service = ["--delay-ms", "5"]
+load = { rate = 500.0, threads = 2 }
+"#,
+        )
+        .unwrap();
+        assert_eq!(e.name, "ttl");
+        assert_eq!(e.baseline, "b");
+        assert_eq!(e.query.variables, Some(serde_json::json!({"n": 2})));
+        assert_eq!(
+            e.query.body(),
+            r#"{"query":"query($n: Int) { topPosts(count: $n) { pid } }","variables":{"n":2}}"#
+        );
+        assert_eq!(e.configs[0].gateway_args, ["--ttl", "1"]);
+        assert_eq!(e.configs[0].load.connections, 50);
+        assert_eq!(e.configs[0].load.rate, None);
+        assert_eq!(e.configs[1].post_service_args, ["--delay-ms", "5"]);
+        assert_eq!(e.configs[1].load.rate, Some(500.0));
+        assert_eq!(e.configs[1].load.threads, 2);
+        assert_eq!(e.configs[1].load.connections, 50);
+        assert_eq!(e.configs[1].load.timeout, Duration::from_secs(2));
+        assert_eq!(
+            e.run,
+            RunSpec {
+                rounds: Some(5),
+                duration: Some(Duration::from_secs(3)),
+                warmup: Some(Duration::ZERO)
+            }
+        );
+        assert_eq!(e.profile.hz, 49);
+    }
+
+    #[test]
+    fn bad_files_get_clear_errors() {
+        let cases: &[(&str, &str)] = &[
+            ("[query]\ndocument = \"{a}\"\n", "missing field `expected`"),
+            (
+                &MINIMAL.replace("[[config]]\nname = \"plain\"\n", ""),
+                "at least one configuration",
+            ),
+            (
+                &format!("{MINIMAL}[[config]]\nname = \"plain\"\n"),
+                "used twice",
+            ),
+            (&MINIMAL.replace("plain", "has space"), "name must be"),
+            (
+                &MINIMAL.replace(r#"'{"data":{"me":{"id":"u1"}}}'"#, "'{nope'"),
+                "query.expected is not JSON",
+            ),
+            (
+                &format!("baseline = \"other\"\n{MINIMAL}"),
+                "baseline \"other\"",
+            ),
+            (
+                &format!("{MINIMAL}gateway = [\"--listen\", \"1.2.3.4:1\"]\n"),
+                "--listen, which the runner sets",
+            ),
+            (
+                &format!("{MINIMAL}load = {{ connections = 0 }}\n"),
+                "load.connections = 0",
+            ),
+            (
+                &format!("{MINIMAL}load = {{ rate = -5.0 }}\n"),
+                "load.rate = -5",
+            ),
+            (
+                &format!("{MINIMAL}load = {{ timeout = \"soon\" }}\n"),
+                "load.timeout",
+            ),
+            (
+                &format!("{MINIMAL}colour = \"red\"\n"),
+                "unknown field `colour`",
+            ),
+            (&format!("[run]\nrounds = 0\n{MINIMAL}"), "run.rounds = 0"),
+            (
+                &format!("[run]\nduration = \"0s\"\n{MINIMAL}"),
+                "run.duration",
+            ),
+            (
+                &format!("[profile]\nhz = 5000\n{MINIMAL}"),
+                "profile.hz = 5000",
+            ),
+            ("this is not toml", "exp.toml"),
+        ];
+        for (text, expected) in cases {
+            let message = error(text);
+            assert!(
+                message.contains(expected),
+                "expected {expected:?} in: {message}"
+            );
+            assert!(
+                message.starts_with("exp.toml"),
+                "the file is named: {message}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_seed_experiment_is_valid() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/seed.toml");
+        let e = Experiment::load(&path).unwrap();
+        let names: Vec<&str> = e.configs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["no-cache", "ttl-0", "ttl-1", "ttl-10"]);
+        assert_eq!(e.baseline, "no-cache");
+        assert!(e.configs.iter().all(|c| c.load.connections == 100));
+        assert_eq!(e.configs[2].gateway_args, ["--ttl", "1"]);
+        assert_eq!(
+            e.query.expected,
+            serde_json::json!({"data":{"me":{"id":"u1","name":"John","nickname":"John","topPosts":[{"pid":"p1","author":{"id":"u1"}},{"pid":"p3","author":{"id":"u1"}}]},"topPosts":[{"pid":"p1"},{"pid":"p2"}]}})
+        );
+    }
+}

@@ -1,0 +1,65 @@
+//! The `loadgen` command: parses the command line and runs one subcommand.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use loadgen::cli::{BenchArgs, Cli, Command, CompareArgs, TargetArgs};
+use loadgen::report::BenchReport;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Bench(args) => bench(&args),
+        Command::Target(args) => target(&args),
+        Command::Matrix(args) => loadgen::matrix::run(&args).map(|_| ()),
+        Command::Compare(args) => compare(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("loadgen: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn bench(args: &BenchArgs) -> anyhow::Result<()> {
+    let plan = args.plan()?;
+    let result = loadgen::engine::run(&plan)?;
+    let report = BenchReport::new(&plan, &result);
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+        for w in report.warnings() {
+            eprintln!("warning: {w}");
+        }
+    } else {
+        print!("{}", report.to_text());
+    }
+    Ok(())
+}
+
+fn target(args: &TargetArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(usize::try_from(args.threads)?)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .map_err(|e| anyhow::anyhow!("--listen {}: {e}", args.listen))?;
+        println!("target listening on http://{}", listener.local_addr()?);
+        tokio::select! {
+            _ = loadgen::target_server::serve(listener, Duration::from_millis(args.delay_ms)) => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        Ok(())
+    })
+}
+
+fn compare(args: &CompareArgs) -> anyhow::Result<()> {
+    let a = loadgen::compare::load_summary(&args.a)?;
+    let b = loadgen::compare::load_summary(&args.b)?;
+    print!("{}", loadgen::compare::render(&a, &b));
+    Ok(())
+}

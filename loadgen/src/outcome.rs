@@ -1,0 +1,106 @@
+//! What became of one request: the error classes a report counts separately.
+//!
+//! A request either got a response or it did not. Without one it is a `Transport` error
+//! (refused, reset, closed mid-response) or a `Timeout` (`--timeout` elapsed). With one,
+//! the status may be outside 2xx (`Non2xx`), or it may be a 2xx whose body is a GraphQL
+//! response carrying `errors` (`GraphQl`): the case plain HTTP tools count as success.
+
+use serde::Deserialize;
+
+/// The class of one finished request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A 2xx response without GraphQL errors.
+    Ok,
+    /// A response whose status is not 2xx.
+    Non2xx,
+    /// A 2xx response whose JSON body has a non-empty top-level `errors`.
+    GraphQl,
+    /// No response: connect failure, reset, or the connection closed early.
+    Transport,
+    /// No response within `--timeout`.
+    Timeout,
+}
+
+impl Outcome {
+    /// Whether a response arrived (so its latency belongs in the histogram).
+    pub fn has_response(self) -> bool {
+        matches!(self, Outcome::Ok | Outcome::Non2xx | Outcome::GraphQl)
+    }
+}
+
+/// The part of a GraphQL response we look at; every other key is skipped unparsed.
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    errors: Option<serde_json::Value>,
+}
+
+/// Whether a response body is a GraphQL response that carries errors.
+///
+/// Cheap on the common path: a body without the bytes `"errors"` is not parsed at all.
+/// When they appear, the body is parsed to tell a real top-level `errors` key from the
+/// word inside data. `errors: null` and `errors: []` do not count.
+pub fn body_has_graphql_errors(body: &[u8]) -> bool {
+    const KEY: &[u8] = b"\"errors\"";
+    if body.len() < KEY.len() || !body.windows(KEY.len()).any(|w| w == KEY) {
+        return false;
+    }
+    match serde_json::from_slice::<Envelope>(body) {
+        Ok(Envelope {
+            errors: None | Some(serde_json::Value::Null),
+        }) => false,
+        Ok(Envelope {
+            errors: Some(serde_json::Value::Array(list)),
+        }) => !list.is_empty(),
+        Ok(Envelope { errors: Some(_) }) => true,
+        Err(_) => false,
+    }
+}
+
+/// Classify a finished response from its status and (for 2xx) its body.
+pub fn classify(status: u16, body: &[u8]) -> Outcome {
+    if !(200..300).contains(&status) {
+        Outcome::Non2xx
+    } else if body_has_graphql_errors(body) {
+        Outcome::GraphQl
+    } else {
+        Outcome::Ok
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn graphql_errors_are_found_only_at_top_level() {
+        assert!(body_has_graphql_errors(
+            br#"{"data":null,"errors":[{"message":"x"}]}"#
+        ));
+        assert!(body_has_graphql_errors(
+            br#"{"errors":[{"message":"x"}],"data":{"a":1}}"#
+        ));
+        assert!(!body_has_graphql_errors(br#"{"data":{"a":"\"errors\""}}"#));
+        assert!(!body_has_graphql_errors(br#"{"data":{"errors":[1]}}"#));
+        assert!(!body_has_graphql_errors(br#"{"data":{},"errors":[]}"#));
+        assert!(!body_has_graphql_errors(br#"{"data":{},"errors":null}"#));
+        assert!(!body_has_graphql_errors(b"not json \"errors\""));
+        assert!(!body_has_graphql_errors(b""));
+    }
+
+    #[test]
+    fn classify_puts_status_before_body() {
+        assert_eq!(classify(200, br#"{"data":{}}"#), Outcome::Ok);
+        assert_eq!(classify(204, b""), Outcome::Ok);
+        assert_eq!(
+            classify(200, br#"{"errors":[{"message":"x"}]}"#),
+            Outcome::GraphQl
+        );
+        assert_eq!(
+            classify(500, br#"{"errors":[{"message":"x"}]}"#),
+            Outcome::Non2xx
+        );
+        assert_eq!(classify(301, b""), Outcome::Non2xx);
+    }
+}

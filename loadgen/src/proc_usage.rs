@@ -1,0 +1,182 @@
+//! CPU time and memory of processes, threads and the whole machine, read from Linux.
+//!
+//! The bench uses it to report its own CPU use (and warn when it may be the bottleneck);
+//! the matrix runner uses it for the gateway's CPU and peak RSS. Sources: `getrusage(2)`
+//! for this process and its threads, `/proc/<pid>/stat` for other processes,
+//! `/proc/<pid>/status` for peak RSS, `/proc/stat` for the machine.
+
+use std::time::Duration;
+
+/// Clock ticks per second of the `/proc` time fields.
+fn ticks_per_second() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(ticks).ok().filter(|t| *t > 0).unwrap_or(100)
+}
+
+fn ticks_to_duration(ticks: u64) -> Duration {
+    let per_second = ticks_per_second();
+    Duration::from_secs(ticks / per_second)
+        + Duration::from_nanos((ticks % per_second) * 1_000_000_000 / per_second)
+}
+
+/// User + system CPU time of this process (all threads), microsecond resolution.
+pub fn own_cpu_time() -> Duration {
+    // SAFETY: getrusage writes into the struct we hand it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    timeval(usage.ru_utime) + timeval(usage.ru_stime)
+}
+
+/// User + system CPU time of the calling thread, microsecond resolution.
+pub fn current_thread_cpu_time() -> Duration {
+    // SAFETY: getrusage writes into the struct we hand it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    timeval(usage.ru_utime) + timeval(usage.ru_stime)
+}
+
+fn timeval(t: libc::timeval) -> Duration {
+    Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+}
+
+/// utime + stime from the text of a `/proc/.../stat` file.
+pub fn parse_stat_cpu(stat: &str) -> Option<Duration> {
+    // The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    // After ')': state is field 3, so utime (field 14) is the 12th, stime the 13th.
+    let utime: u64 = fields.nth(11)?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(ticks_to_duration(utime + stime))
+}
+
+/// CPU time of a process, 1/CLK_TCK resolution.
+pub fn process_cpu_time(pid: u32) -> Option<Duration> {
+    parse_stat_cpu(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// `VmHWM` (peak resident set size) from the text of `/proc/<pid>/status`, in bytes.
+pub fn parse_peak_rss(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line["VmHWM:".len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
+/// Peak resident set size of a live process, in bytes.
+pub fn peak_rss_bytes(pid: u32) -> Option<u64> {
+    parse_peak_rss(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+}
+
+/// Busy and total CPU time of the whole machine since boot, summed over cores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MachineTicks {
+    pub busy: u64,
+    pub total: u64,
+}
+
+/// The aggregate `cpu` line of `/proc/stat`.
+pub fn parse_machine_ticks(proc_stat: &str) -> Option<MachineTicks> {
+    let line = proc_stat.lines().find(|l| l.starts_with("cpu "))?;
+    let values: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    if values.len() < 4 {
+        return None;
+    }
+    // user nice system idle iowait irq softirq steal guest guest_nice; guest time is
+    // already inside user/nice, so only the first eight count.
+    let counted = &values[..values.len().min(8)];
+    let total: u64 = counted.iter().sum();
+    let idle = values[3] + values.get(4).copied().unwrap_or(0);
+    Some(MachineTicks {
+        busy: total - idle,
+        total,
+    })
+}
+
+pub fn machine_ticks() -> Option<MachineTicks> {
+    parse_machine_ticks(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+/// Cores of the whole machine kept busy between two samples taken `wall` apart.
+pub fn machine_busy_cores(
+    before: MachineTicks,
+    after: MachineTicks,
+    wall: Duration,
+) -> Option<f64> {
+    let busy = after.busy.checked_sub(before.busy)?;
+    let wall_s = wall.as_secs_f64();
+    (wall_s > 0.0).then(|| ticks_to_duration(busy).as_secs_f64() / wall_s)
+}
+
+/// Number of cores this process may run on.
+pub fn available_cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_cpu_survives_odd_command_names() {
+        let ticks = ticks_per_second();
+        let stat = format!(
+            "42 (we ird) (x)) S 1 42 42 0 -1 4194560 100 0 0 0 {} {} 0 0 20 0 1 0 5 0 0",
+            ticks * 2,
+            ticks
+        );
+        assert_eq!(parse_stat_cpu(&stat), Some(Duration::from_secs(3)));
+        assert_eq!(parse_stat_cpu("garbage"), None);
+    }
+
+    #[test]
+    fn peak_rss_is_read_in_bytes() {
+        let status = "Name:\tgateway\nVmPeak:\t  10000 kB\nVmHWM:\t    2048 kB\nVmRSS:\t 1000 kB\n";
+        assert_eq!(parse_peak_rss(status), Some(2048 * 1024));
+        assert_eq!(parse_peak_rss("Name: x\n"), None);
+    }
+
+    #[test]
+    fn machine_ticks_count_idle_and_iowait_as_idle() {
+        let t = parse_machine_ticks("cpu  10 0 5 80 5 0 0 0 0 0\ncpu0 1 2 3 4\n").unwrap();
+        assert_eq!(
+            t,
+            MachineTicks {
+                busy: 15,
+                total: 100
+            }
+        );
+    }
+
+    #[test]
+    fn own_process_and_thread_are_readable() {
+        // Burn a little CPU so the counters move.
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        assert!(x != 1);
+        assert!(own_cpu_time() > Duration::ZERO);
+        assert!(current_thread_cpu_time() > Duration::ZERO);
+        assert!(process_cpu_time(std::process::id()).is_some());
+        assert!(peak_rss_bytes(std::process::id()).unwrap() > 0);
+        assert!(machine_ticks().unwrap().total > 0);
+    }
+}

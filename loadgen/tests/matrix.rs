@@ -1,0 +1,245 @@
+//! `loadgen matrix --quick` end to end: real user-service, post-service and gateway
+//! processes from this workspace's build, a run directory with a valid summary.json,
+//! flamegraphs, a chart and a manifest, and `loadgen compare` on the result. Also: a
+//! wrong answer aborts the run.
+//!
+//! The service binaries must be built next to loadgen's (`cargo build --workspace`
+//! before `cargo test --workspace`); the test says so when they are missing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use loadgen::summary::Summary;
+
+const SEED_QUERY: &str =
+    "query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }";
+const SEED_ANSWER: &str = r#"{"data":{"me":{"id":"u1","name":"John","nickname":"John","topPosts":[{"pid":"p1","author":{"id":"u1"}},{"pid":"p3","author":{"id":"u1"}}]},"topPosts":[{"pid":"p1"},{"pid":"p2"}]}}"#;
+
+fn loadgen() -> &'static str {
+    env!("CARGO_BIN_EXE_loadgen")
+}
+
+fn require_services() -> PathBuf {
+    let dir = Path::new(loadgen()).parent().unwrap().to_path_buf();
+    for name in ["gateway", "user-service", "post-service"] {
+        assert!(
+            dir.join(name).is_file(),
+            "{name} is not built in {}: run `cargo build --workspace` before these tests",
+            dir.display()
+        );
+    }
+    dir
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("loadgen-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn experiment(expected: &str) -> String {
+    format!(
+        r#"name = "e2e"
+baseline = "no-cache"
+[query]
+document = "{SEED_QUERY}"
+expected = '{expected}'
+[load]
+connections = 20
+threads = 1
+[[config]]
+name = "no-cache"
+[[config]]
+name = "slow-posts"
+post_service = ["--delay-ms", "2"]
+"#
+    )
+}
+
+#[test]
+fn matrix_quick_writes_a_complete_run_directory() {
+    let bin_dir = require_services();
+    let dir = scratch("matrix-e2e");
+    let config = dir.join("e2e.toml");
+    let text = experiment(SEED_ANSWER);
+    std::fs::write(&config, &text).unwrap();
+    let run = dir.join("runs").join("first");
+    let output = Command::new(loadgen())
+        .args([
+            "matrix",
+            "--quick",
+            "--duration",
+            "2s",
+            "--warmup",
+            "1s",
+            "--config",
+        ])
+        .arg(&config)
+        .arg("--out")
+        .arg(&run)
+        .arg("--bin-dir")
+        .arg(&bin_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "matrix failed:\n{stderr}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("| no-cache |") && stdout.contains("| slow-posts |"),
+        "table printed:\n{stdout}"
+    );
+
+    // summary.json parses into the documented type and holds real measurements.
+    let summary: Summary =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary.schema, "loadgen.summary/1");
+    assert_eq!(
+        (summary.rounds, summary.quick, summary.baseline.as_str()),
+        (1, true, "no-cache")
+    );
+    let names: Vec<&str> = summary.configs.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["no-cache", "slow-posts"]);
+    for c in &summary.configs {
+        assert_eq!(c.rounds.len(), 1, "{}", c.name);
+        let m = &c.rounds[0];
+        assert!(m.requests > 0 && m.requests_per_sec > 0.0, "{m:?}");
+        assert_eq!(c.errors_total, 0, "{m:?}");
+        assert!(m.p50_ms > 0.0 && m.p99_ms >= m.p50_ms, "{m:?}");
+        // The seed query needs several subgraph requests per client request.
+        assert!(m.upstream_per_request.unwrap() >= 1.0, "{m:?}");
+        assert!(m.gateway_cpu_cores.unwrap() > 0.0, "{m:?}");
+        assert!(m.gateway_peak_rss_bytes.unwrap() > 0, "{m:?}");
+        assert!(c.ratio.is_some(), "{}", c.name);
+        // Each configuration has a flamegraph, or says why it has none.
+        match &c.flamegraph {
+            Some(file) => {
+                assert!(file.contains("flame"), "{file}");
+                let svg = std::fs::read_to_string(run.join(file)).unwrap();
+                assert!(svg.contains("<svg"), "{file} is an SVG");
+            }
+            None => assert!(
+                c.flamegraph_note.is_some(),
+                "{} has neither flamegraph nor note",
+                c.name
+            ),
+        }
+    }
+    assert_eq!(summary.configs[0].rounds[0].ratio, Some(1.0));
+    let flamegraphs = std::fs::read_dir(&run)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains("flame"))
+        .count();
+    assert!(
+        flamegraphs >= 1,
+        "the gateway serves /debug/profile, so at least one flamegraph exists:\n{stderr}"
+    );
+
+    // The manifest traces the run.
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["experiment"], text);
+    assert!(manifest["rustc"].as_str().unwrap().starts_with("rustc "));
+    assert!(manifest["cores"].as_u64().unwrap() >= 1);
+    assert!(manifest["timestamp"].as_str().unwrap().ends_with('Z'));
+    assert!(manifest["arguments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a == "--quick"));
+    assert!(
+        manifest.get("git").is_some()
+            && manifest.get("kernel").is_some()
+            && manifest.get("cpu_model").is_some()
+    );
+
+    // The rest of the run directory.
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(md.contains("| slow-posts |"), "{md}");
+    assert!(std::fs::read_to_string(run.join("chart.svg"))
+        .unwrap()
+        .contains("<svg"));
+    assert!(run.join("runs").join("r1-no-cache.json").is_file());
+    assert!(run.join("logs").join("r1-no-cache-gateway.log").is_file());
+    assert_eq!(
+        std::fs::read_link(run.parent().unwrap().join("latest")).unwrap(),
+        Path::new("first")
+    );
+
+    // compare reads it back.
+    let output = Command::new(loadgen())
+        .arg("compare")
+        .arg(&run)
+        .arg(run.join("summary.json"))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        table.contains("| no-cache |") && table.contains("1.00x"),
+        "{table}"
+    );
+
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_wrong_answer_aborts_the_whole_run() {
+    let bin_dir = require_services();
+    let dir = scratch("matrix-wrong");
+    let config = dir.join("wrong.toml");
+    std::fs::write(&config, experiment(&SEED_ANSWER.replace("John", "Jane"))).unwrap();
+    let run = dir.join("run");
+    let output = Command::new(loadgen())
+        .args(["matrix", "--quick", "--duration", "1s", "--config"])
+        .arg(&config)
+        .arg("--out")
+        .arg(&run)
+        .arg("--bin-dir")
+        .arg(&bin_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("wrong answer") && stderr.contains("Jane"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("aborting the run"), "{stderr}");
+    assert!(
+        !run.join("summary.json").exists(),
+        "no summary for an aborted run"
+    );
+    assert!(run.join("manifest.json").is_file());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_bad_experiment_file_is_refused_before_anything_starts() {
+    let dir = scratch("matrix-bad");
+    let config = dir.join("bad.toml");
+    std::fs::write(&config, "[query]\ndocument = \"{ a }\"\nexpected = '{}'\n").unwrap();
+    let output = Command::new(loadgen())
+        .arg("matrix")
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("bad.toml") && stderr.contains("at least one configuration"),
+        "{stderr}"
+    );
+    let output = Command::new(loadgen())
+        .args(["matrix", "--config", "/nonexistent/x.toml"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--config /nonexistent/x.toml"));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The lab's test command: installs what a fresh machine lacks, then runs every test.
+#   scripts/test.sh            # all tests of the workspace
+# Environment: CI=true (set by .ci/run) only makes the output plainer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt() { # need_apt COMMAND PACKAGE: install PACKAGE from Debian when COMMAND is missing
+  command -v "$1" >/dev/null 2>&1 && return 0
+  echo "test.sh: installing $2 (for $1)" >&2
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$2" >/dev/null
+}
+
+command -v cargo >/dev/null || { echo "test.sh: cargo is missing (install Rust with rustup)" >&2; exit 1; }
+need_apt cc gcc
+
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+# One feature set for the whole workspace, so nothing is compiled twice.
+cargo build --workspace --all-targets --locked
+cargo test --workspace --locked --no-fail-fast
