@@ -20,8 +20,10 @@ use async_graphql_value::ConstValue;
 use reqwest::header::HeaderValue;
 use tokio::sync::Notify;
 
-use crate::upstream::{Fetch, FetchError, FetchKind, FetchRequest, UpstreamError, UpstreamResponse};
 use crate::supergraph::SubgraphId;
+use crate::upstream::{
+    Fetch, FetchError, FetchKind, FetchRequest, UpstreamError, UpstreamResponse,
+};
 
 /// The answer to one `_entities` request.
 #[derive(Debug)]
@@ -119,7 +121,10 @@ impl EntityBatcher {
     ) -> Result<(Arc<EntityBatch>, usize), FetchError> {
         let (batch, index, leader) = self.join(subgraph, type_name, selection, representation);
         if leader {
-            let mut guard = SenderGuard { batch: &batch, armed: true };
+            let mut guard = SenderGuard {
+                batch: &batch,
+                armed: true,
+            };
             // Let the rest of this pass (sibling items, sibling fields) join the batch.
             tokio::task::yield_now().await;
             self.send(&batch, fetch, authorization).await;
@@ -140,7 +145,10 @@ impl EntityBatcher {
                 }
             };
             if take_over {
-                let mut guard = SenderGuard { batch: &batch, armed: true };
+                let mut guard = SenderGuard {
+                    batch: &batch,
+                    armed: true,
+                };
                 self.send(&batch, fetch, authorization).await;
                 guard.armed = false;
                 continue;
@@ -191,7 +199,12 @@ impl EntityBatcher {
     }
 
     /// Seal `batch` (later loads open a new one) and send it.
-    async fn send(&self, batch: &Arc<Batch>, fetch: &dyn Fetch, authorization: Option<&HeaderValue>) {
+    async fn send(
+        &self,
+        batch: &Arc<Batch>,
+        fetch: &dyn Fetch,
+        authorization: Option<&HeaderValue>,
+    ) {
         {
             let mut open = lock(&self.open);
             let key = (batch.subgraph, batch.selection.clone());
@@ -211,12 +224,17 @@ impl EntityBatcher {
         let variables = serde_json::json!({ "representations": representations });
         let request = FetchRequest {
             subgraph: batch.subgraph,
-            kind: FetchKind::Entities { type_name: &batch.type_name },
+            kind: FetchKind::Entities {
+                type_name: &batch.type_name,
+            },
             query,
             variables: Some(variables),
             authorization,
         };
-        let outcome = fetch.fetch(request).await.map(|response| Arc::new(EntityBatch { response }));
+        let outcome = fetch
+            .fetch(request)
+            .await
+            .map(|response| Arc::new(EntityBatch { response }));
         lock(&batch.state).phase = Phase::Done(outcome);
         batch.changed.notify_waiters();
     }

@@ -17,7 +17,9 @@
 
 use std::sync::Arc;
 
-use async_graphql::dynamic::{self, Field, FieldFuture, FieldValue, InputValue, Object, ResolverContext, TypeRef};
+use async_graphql::dynamic::{
+    self, Field, FieldFuture, FieldValue, InputValue, Object, ResolverContext, TypeRef,
+};
 use async_graphql::{PathSegment, ServerError};
 use async_graphql_parser::types::{BaseType, Type};
 use async_graphql_value::ConstValue;
@@ -78,12 +80,19 @@ pub fn build_schema(
     fetch: Arc<dyn Fetch>,
     limits: &DocumentLimits,
 ) -> Result<dynamic::Schema, dynamic::SchemaError> {
-    let engine = Arc::new(Engine { supergraph: supergraph.clone(), fetch });
-    let mut builder = dynamic::Schema::build(&supergraph.query_type, supergraph.mutation_type.as_deref(), None)
-        .limit_depth(limits.max_depth)
-        .limit_recursive_depth(limits.max_depth.max(32))
-        .limit_complexity(limits.max_fields)
-        .limit_directives(16);
+    let engine = Arc::new(Engine {
+        supergraph: supergraph.clone(),
+        fetch,
+    });
+    let mut builder = dynamic::Schema::build(
+        &supergraph.query_type,
+        supergraph.mutation_type.as_deref(),
+        None,
+    )
+    .limit_depth(limits.max_depth)
+    .limit_recursive_depth(limits.max_depth.max(32))
+    .limit_complexity(limits.max_fields)
+    .limit_directives(16);
     for (type_index, (name, def)) in supergraph.types.iter().enumerate() {
         builder = match &def.kind {
             Kind::Object(object) => {
@@ -98,7 +107,10 @@ pub fn build_schema(
                         type_index,
                         field_index,
                         namespace: format!("{name}.{field_name}").into(),
-                        root: is_root.then(|| Root { owner: field.owners[0], mutation }),
+                        root: is_root.then(|| Root {
+                            owner: field.owners[0],
+                            mutation,
+                        }),
                     });
                     let engine = engine.clone();
                     let mut f = Field::new(field_name.as_str(), type_ref(&field.ty), move |ctx| {
@@ -116,9 +128,10 @@ pub fn build_schema(
                 }
                 builder.register(obj)
             }
-            Kind::Enum(values) => {
-                builder.register(dynamic::Enum::new(name.as_str()).items(values.iter().map(|v| dynamic::EnumItem::new(v))))
-            }
+            Kind::Enum(values) => builder.register(
+                dynamic::Enum::new(name.as_str())
+                    .items(values.iter().map(|v| dynamic::EnumItem::new(v))),
+            ),
             Kind::InputObject(fields) => {
                 let mut input = dynamic::InputObject::new(name.as_str());
                 for f in fields {
@@ -156,7 +169,10 @@ fn input_value(arg: &crate::supergraph::ArgDef) -> InputValue {
 }
 
 fn response_key(field: &async_graphql_parser::types::Field) -> &str {
-    field.alias.as_ref().map_or(field.name.node.as_str(), |a| a.node.as_str())
+    field
+        .alias
+        .as_ref()
+        .map_or(field.name.node.as_str(), |a| a.node.as_str())
 }
 
 fn gateway_error(e: impl std::fmt::Display) -> async_graphql::Error {
@@ -165,9 +181,18 @@ fn gateway_error(e: impl std::fmt::Display) -> async_graphql::Error {
 
 impl Engine {
     fn field_def(&self, site: &FieldSite) -> &FieldDef {
-        let (_, def) = self.supergraph.types.get_index(site.type_index).expect("site built from this supergraph");
+        let (_, def) = self
+            .supergraph
+            .types
+            .get_index(site.type_index)
+            .expect("site built from this supergraph");
         match &def.kind {
-            Kind::Object(o) => o.fields.get_index(site.field_index).expect("site built from this supergraph").1,
+            Kind::Object(o) => {
+                o.fields
+                    .get_index(site.field_index)
+                    .expect("site built from this supergraph")
+                    .1
+            }
             _ => unreachable!("field sites are built for object types only"),
         }
     }
@@ -189,7 +214,12 @@ impl Engine {
     }
 
     /// A root field: one request to its owner with everything the owner can answer.
-    async fn resolve_root<'a>(&self, ctx: ResolverContext<'a>, site: &FieldSite, root: Root) -> ResolveResult<'a> {
+    async fn resolve_root<'a>(
+        &self,
+        ctx: ResolverContext<'a>,
+        site: &FieldSite,
+        root: Root,
+    ) -> ResolveResult<'a> {
         let field = &ctx.ctx.item.node;
         let planner = Planner::new(&self.supergraph, ctx.ctx.query_env);
         let parent_type = site.namespace.split('.').next().unwrap_or_default();
@@ -200,7 +230,10 @@ impl Engine {
         let scope = ctx.ctx.data_unchecked::<Arc<RequestScope>>();
         let request = FetchRequest {
             subgraph: root.owner,
-            kind: FetchKind::Root { namespace: &site.namespace, mutation: root.mutation },
+            kind: FetchKind::Root {
+                namespace: &site.namespace,
+                mutation: root.mutation,
+            },
             query,
             variables: None,
             authorization: scope.authorization.as_ref(),
@@ -222,7 +255,11 @@ impl Engine {
     }
 
     /// A field of an object: read from the parent's data, or fetched from its owner.
-    async fn resolve_nested<'a>(&self, ctx: ResolverContext<'a>, site: &FieldSite) -> ResolveResult<'a> {
+    async fn resolve_nested<'a>(
+        &self,
+        ctx: ResolverContext<'a>,
+        site: &FieldSite,
+    ) -> ResolveResult<'a> {
         let node = ctx.parent_value.try_downcast_ref::<Node>()?;
         let field = &ctx.ctx.item.node;
         let key = response_key(field);
@@ -235,7 +272,10 @@ impl Engine {
         }
         let owner = def.owner_for(node.plan.source);
         let fetch = node.plan.fetch_for(owner).ok_or_else(|| {
-            gateway_error(format!("no fetch planned for {} from subgraph {}", site.namespace, owner))
+            gateway_error(format!(
+                "no fetch planned for {} from subgraph {}",
+                site.namespace, owner
+            ))
         })?;
         let representation = representation(node, &fetch.key).map_err(|missing| {
             gateway_error(format!(
@@ -265,7 +305,9 @@ impl Engine {
             }
         }
         let value = match batch.entity(index) {
-            Some(ConstValue::Object(entity)) => entity.get(key).cloned().unwrap_or(ConstValue::Null),
+            Some(ConstValue::Object(entity)) => {
+                entity.get(key).cloned().unwrap_or(ConstValue::Null)
+            }
             _ => ConstValue::Null,
         };
         self.wrap(&planner, def, field, value, owner)
@@ -292,29 +334,39 @@ impl Engine {
     }
 }
 
-fn nodes(value: ConstValue, ty: &Type, plan: &Arc<ObjectPlan>) -> async_graphql::Result<FieldValue<'static>> {
+fn nodes(
+    value: ConstValue,
+    ty: &Type,
+    plan: &Arc<ObjectPlan>,
+) -> async_graphql::Result<FieldValue<'static>> {
     match (value, &ty.base) {
         (ConstValue::Null, _) => Ok(FieldValue::NULL),
         (ConstValue::List(items), BaseType::List(inner)) => {
-            let items: async_graphql::Result<Vec<_>> = items.into_iter().map(|v| nodes(v, inner, plan)).collect();
+            let items: async_graphql::Result<Vec<_>> =
+                items.into_iter().map(|v| nodes(v, inner, plan)).collect();
             Ok(FieldValue::list(items?))
         }
-        (value @ ConstValue::Object(_), BaseType::Named(_)) => {
-            Ok(FieldValue::owned_any(Node { value, plan: plan.clone() }))
-        }
+        (value @ ConstValue::Object(_), BaseType::Named(_)) => Ok(FieldValue::owned_any(Node {
+            value,
+            plan: plan.clone(),
+        })),
         (other, _) => Err(gateway_error(format!(
             "subgraph {} returned {} where the schema expects {ty}",
-            plan.source,
-            other
+            plan.source, other
         ))),
     }
 }
 
 /// `{__typename, key fields…}` for an `_entities` request.
 fn representation(node: &Node, key: &[String]) -> Result<ConstValue, String> {
-    let ConstValue::Object(data) = &node.value else { return Err(key.join(" ")) };
+    let ConstValue::Object(data) = &node.value else {
+        return Err(key.join(" "));
+    };
     let mut rep = async_graphql_value::indexmap::IndexMap::with_capacity(key.len() + 1);
-    rep.insert(async_graphql_value::Name::new("__typename"), ConstValue::String(node.plan.type_name.clone()));
+    rep.insert(
+        async_graphql_value::Name::new("__typename"),
+        ConstValue::String(node.plan.type_name.clone()),
+    );
     let mut alias = String::with_capacity(KEY_ALIAS_PREFIX.len() + 8);
     for k in key {
         alias.clear();
@@ -332,7 +384,9 @@ fn representation(node: &Node, key: &[String]) -> Result<ConstValue, String> {
 
 /// Report a subgraph error at this field's path followed by `rest`.
 fn report(ctx: &ResolverContext<'_>, error: &UpstreamError, rest: &[PathItem]) {
-    let mut server_error = ctx.ctx.set_error_path(ServerError::new(error.message.clone(), None));
+    let mut server_error = ctx
+        .ctx
+        .set_error_path(ServerError::new(error.message.clone(), None));
     server_error.path.extend(rest.iter().map(|p| match p {
         PathItem::Key(k) => PathSegment::Field(k.clone()),
         PathItem::Index(i) => PathSegment::Index(*i),

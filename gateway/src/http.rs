@@ -23,12 +23,14 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::Value as Json;
 
-use async_graphql_parser::types::{DocumentOperations, ExecutableDocument, OperationDefinition, OperationType};
+use async_graphql_parser::types::{
+    DocumentOperations, ExecutableDocument, OperationDefinition, OperationType,
+};
 
 use crate::execute::RequestScope;
+use crate::metrics::Metrics;
 use crate::response::write_body;
 use crate::supergraph::Supergraph;
-use crate::metrics::Metrics;
 
 /// Limits on what a client may send.
 #[derive(Debug, Clone)]
@@ -66,7 +68,10 @@ pub fn router(app: Arc<App>) -> Router {
 }
 
 async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], app.metrics.render())
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        app.metrics.render(),
+    )
 }
 
 /// A request that never reached GraphQL execution.
@@ -77,7 +82,10 @@ struct Rejection {
 
 impl Rejection {
     fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        Rejection { status, message: message.into() }
+        Rejection {
+            status,
+            message: message.into(),
+        }
     }
     fn bad_request(message: impl Into<String>) -> Self {
         Rejection::new(StatusCode::BAD_REQUEST, message)
@@ -129,9 +137,14 @@ fn reject(r: Rejection, media: MediaType, metrics: &Metrics, started: Instant) -
     metrics.request(started.elapsed(), true);
     let body = serde_json::json!({ "errors": [{ "message": r.message }] });
     let mut response = (r.status, body.to_string()).into_response();
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(media.as_str()));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(media.as_str()),
+    );
     if r.status == StatusCode::METHOD_NOT_ALLOWED {
-        response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST"));
     }
     response
 }
@@ -148,7 +161,9 @@ impl GraphqlRequest {
         let value: Json = serde_json::from_slice(body)
             .map_err(|e| Rejection::bad_request(format!("the body is not valid JSON: {e}")))?;
         let Json::Object(mut map) = value else {
-            return Err(Rejection::bad_request("the body must be a JSON object with a \"query\" string"));
+            return Err(Rejection::bad_request(
+                "the body must be a JSON object with a \"query\" string",
+            ));
         };
         let query = match map.remove("query") {
             Some(Json::String(q)) => q,
@@ -169,7 +184,11 @@ impl GraphqlRequest {
             None | Some(Json::Null) | Some(Json::Object(_)) => {}
             Some(_) => return Err(Rejection::bad_request("\"extensions\" must be an object")),
         }
-        Ok(GraphqlRequest { query, variables, operation_name })
+        Ok(GraphqlRequest {
+            query,
+            variables,
+            operation_name,
+        })
     }
 
     fn from_params(mut params: HashMap<String, String>) -> Result<Self, Rejection> {
@@ -181,11 +200,23 @@ impl GraphqlRequest {
             Some(text) => match serde_json::from_str::<Json>(&text) {
                 Ok(Json::Null) => None,
                 Ok(v @ Json::Object(_)) => Some(v),
-                Ok(_) => return Err(Rejection::bad_request("\"variables\" must be a JSON object")),
-                Err(e) => return Err(Rejection::bad_request(format!("\"variables\" is not valid JSON: {e}"))),
+                Ok(_) => {
+                    return Err(Rejection::bad_request(
+                        "\"variables\" must be a JSON object",
+                    ))
+                }
+                Err(e) => {
+                    return Err(Rejection::bad_request(format!(
+                        "\"variables\" is not valid JSON: {e}"
+                    )))
+                }
             },
         };
-        Ok(GraphqlRequest { query, variables, operation_name: params.remove("operationName") })
+        Ok(GraphqlRequest {
+            query,
+            variables,
+            operation_name: params.remove("operationName"),
+        })
     }
 }
 
@@ -236,7 +267,10 @@ async fn graphql_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Bod
         Ok(m) => m,
         Err(r) => return reject(r, MediaType::Json, &app.metrics, started),
     };
-    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     if content_type.split(';').next().map(str::trim) != Some(JSON) {
         let r = Rejection::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -276,17 +310,25 @@ async fn graphql_get(
 async fn read_body(body: Body, limits: &RequestLimits) -> Result<Bytes, Rejection> {
     let read = axum::body::to_bytes(body, limits.max_body_bytes);
     match tokio::time::timeout(limits.body_read_timeout, read).await {
-        Err(_) => Err(Rejection::new(StatusCode::REQUEST_TIMEOUT, "the request body did not arrive in time")),
+        Err(_) => Err(Rejection::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "the request body did not arrive in time",
+        )),
         Ok(Err(e)) => {
             let too_large = std::error::Error::source(&e)
                 .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
             if too_large {
                 Err(Rejection::new(
                     StatusCode::PAYLOAD_TOO_LARGE,
-                    format!("the request body is larger than {} bytes", limits.max_body_bytes),
+                    format!(
+                        "the request body is larger than {} bytes",
+                        limits.max_body_bytes
+                    ),
                 ))
             } else {
-                Err(Rejection::bad_request(format!("could not read the request body: {e}")))
+                Err(Rejection::bad_request(format!(
+                    "could not read the request body: {e}"
+                )))
             }
         }
         Ok(Ok(bytes)) => Ok(bytes),
@@ -294,11 +336,16 @@ async fn read_body(body: Body, limits: &RequestLimits) -> Result<Bytes, Rejectio
 }
 
 /// The operation of `doc` that `operation_name` selects, if it is unambiguous.
-fn selected_operation<'d>(doc: &'d ExecutableDocument, operation_name: Option<&str>) -> Option<&'d OperationDefinition> {
+fn selected_operation<'d>(
+    doc: &'d ExecutableDocument,
+    operation_name: Option<&str>,
+) -> Option<&'d OperationDefinition> {
     match (&doc.operations, operation_name) {
         (DocumentOperations::Single(op), _) => Some(&op.node),
         (DocumentOperations::Multiple(ops), Some(name)) => ops.get(name).map(|op| &op.node),
-        (DocumentOperations::Multiple(ops), None) if ops.len() == 1 => ops.values().next().map(|op| &op.node),
+        (DocumentOperations::Multiple(ops), None) if ops.len() == 1 => {
+            ops.values().next().map(|op| &op.node)
+        }
         (DocumentOperations::Multiple(_), None) => None,
     }
 }
@@ -306,7 +353,10 @@ fn selected_operation<'d>(doc: &'d ExecutableDocument, operation_name: Option<&s
 /// Give every variable the operation declares with a default, and the client did not
 /// send, its default. (async-graphql's `@skip`/`@include` pass reads only the
 /// variables sent, so `@skip(if: $v)` with `$v: Boolean = true` would not skip.)
-fn apply_variable_defaults(operation: &OperationDefinition, variables: &mut async_graphql::Variables) {
+fn apply_variable_defaults(
+    operation: &OperationDefinition,
+    variables: &mut async_graphql::Variables,
+) {
     for def in &operation.variable_definitions {
         let name = &def.node.name.node;
         if !variables.contains_key(name) {
@@ -333,55 +383,86 @@ async fn execute(
         ));
         return reject(r, media, &app.metrics, started);
     }
-    let mut variables = request.variables.map(async_graphql::Variables::from_json).unwrap_or_default();
+    let mut variables = request
+        .variables
+        .map(async_graphql::Variables::from_json)
+        .unwrap_or_default();
     // Parse once here: the document serves the GET check, variable defaults and the
     // ordered response writer, and async-graphql gets it instead of parsing again.
     // A document that does not parse is left to async-graphql to report.
     let document = async_graphql_parser::parse_query(&request.query).ok();
-    if let Some(op) = document.as_ref().and_then(|d| selected_operation(d, request.operation_name.as_deref())) {
+    if let Some(op) = document
+        .as_ref()
+        .and_then(|d| selected_operation(d, request.operation_name.as_deref()))
+    {
         if via_get && op.ty == OperationType::Mutation {
-            let r = Rejection::new(StatusCode::METHOD_NOT_ALLOWED, "mutations must be sent with POST");
+            let r = Rejection::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "mutations must be sent with POST",
+            );
             return reject(r, media, &app.metrics, started);
         }
         apply_variable_defaults(op, &mut variables);
     }
-    let scope = RequestScope { authorization: headers.get(header::AUTHORIZATION).cloned(), ..Default::default() };
-    let mut gql = async_graphql::Request::new(request.query).variables(variables.clone()).data(Arc::new(scope));
+    let scope = RequestScope {
+        authorization: headers.get(header::AUTHORIZATION).cloned(),
+        ..Default::default()
+    };
+    let mut gql = async_graphql::Request::new(request.query)
+        .variables(variables.clone())
+        .data(Arc::new(scope));
     if let Some(doc) = &document {
         gql.set_parsed_query(doc.clone());
     }
     if let Some(name) = &request.operation_name {
         gql = gql.operation_name(name.clone());
     }
-    let response = match tokio::time::timeout(app.limits.request_timeout, app.schema.execute(gql)).await {
-        Ok(r) => r,
-        Err(_) => {
-            let r = Rejection::new(
-                StatusCode::GATEWAY_TIMEOUT,
-                format!("the request did not complete within {:?}", app.limits.request_timeout),
-            );
-            return reject(r, media, &app.metrics, started);
-        }
-    };
+    let response =
+        match tokio::time::timeout(app.limits.request_timeout, app.schema.execute(gql)).await {
+            Ok(r) => r,
+            Err(_) => {
+                let r = Rejection::new(
+                    StatusCode::GATEWAY_TIMEOUT,
+                    format!(
+                        "the request did not complete within {:?}",
+                        app.limits.request_timeout
+                    ),
+                );
+                return reject(r, media, &app.metrics, started);
+            }
+        };
     // A response without data means the document was never executed (it did not
     // parse or validate): a request error in GraphQL-over-HTTP terms.
-    let request_error = !response.errors.is_empty() && matches!(response.data, async_graphql::Value::Null);
+    let request_error =
+        !response.errors.is_empty() && matches!(response.data, async_graphql::Value::Null);
     let status = if request_error && media == MediaType::GraphqlResponseJson {
         StatusCode::BAD_REQUEST
     } else {
         StatusCode::OK
     };
     let failed = !response.errors.is_empty();
-    let body = match write_body(&response, document.as_ref(), request.operation_name.as_deref(), &variables, &app.supergraph) {
+    let body = match write_body(
+        &response,
+        document.as_ref(),
+        request.operation_name.as_deref(),
+        &variables,
+        &app.supergraph,
+    ) {
         Ok(b) => b,
         Err(e) => {
-            let r = Rejection::new(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot encode the response: {e}"));
+            let r = Rejection::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("cannot encode the response: {e}"),
+            );
             return reject(r, media, &app.metrics, started);
         }
     };
     app.metrics.request(started.elapsed(), failed);
     let mut out = (status, body).into_response();
-    out.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(media.as_str()));
+    out.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(media.as_str()),
+    );
     out
 }
 

@@ -10,7 +10,9 @@ use gateway::startup::{Backoff, GatewayConfig};
 use gateway::supergraph::Subgraph;
 
 #[derive(Parser, Debug)]
-#[command(about = "Federating GraphQL gateway: composes the subgraphs' SDL and plans queries across them")]
+#[command(
+    about = "Federating GraphQL gateway: composes the subgraphs' SDL and plans queries across them"
+)]
 struct Cli {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:3000")]
@@ -48,11 +50,16 @@ struct Cli {
 }
 
 fn parse_subgraph(s: &str) -> Result<Subgraph, String> {
-    let (name, url) = s.split_once('=').ok_or_else(|| format!("expected NAME=URL, got {s:?}"))?;
+    let (name, url) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=URL, got {s:?}"))?;
     if name.is_empty() || !(url.starts_with("http://") || url.starts_with("https://")) {
         return Err(format!("expected NAME=http://HOST:PORT/PATH, got {s:?}"));
     }
-    Ok(Subgraph { name: name.to_string(), url: url.to_string() })
+    Ok(Subgraph {
+        name: name.to_string(),
+        url: url.to_string(),
+    })
 }
 
 impl Cli {
@@ -83,7 +90,10 @@ impl Cli {
                 header_read_timeout: Duration::from_millis(self.header_read_timeout_ms),
                 request_timeout: Duration::from_millis(self.request_timeout_ms),
             },
-            documents: DocumentLimits { max_depth: self.max_depth, max_fields: self.max_fields },
+            documents: DocumentLimits {
+                max_depth: self.max_depth,
+                max_fields: self.max_fields,
+            },
             profiling: self.profiling,
         })
     }
@@ -93,7 +103,8 @@ impl Cli {
 async fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "gateway=info".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "gateway=info".into()),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -116,9 +127,18 @@ async fn run(cli: &Cli, config: GatewayConfig) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(cli.listen)
         .await
         .map_err(|e| anyhow::anyhow!("--listen {}: cannot bind: {e}", cli.listen))?;
-    eprintln!("gateway listening on http://{}/graphql", listener.local_addr()?);
+    eprintln!(
+        "gateway listening on http://{}/graphql",
+        listener.local_addr()?
+    );
     let router = gateway::http::router(app);
-    gateway::http::serve(listener, router, config.requests.header_read_timeout, subgraph_host_free_shutdown()).await;
+    gateway::http::serve(
+        listener,
+        router,
+        config.requests.header_read_timeout,
+        subgraph_host_free_shutdown(),
+    )
+    .await;
     Ok(())
 }
 

@@ -29,7 +29,10 @@ impl Metrics {
         Metrics {
             requests: AtomicU64::new(0),
             request_errors: AtomicU64::new(0),
-            upstream: subgraphs.into_iter().map(|s| (s, AtomicU64::new(0), AtomicU64::new(0))).collect(),
+            upstream: subgraphs
+                .into_iter()
+                .map(|s| (s, AtomicU64::new(0), AtomicU64::new(0)))
+                .collect(),
             latency_buckets: std::array::from_fn(|_| AtomicU64::new(0)),
             latency_count: AtomicU64::new(0),
             latency_sum_micros: AtomicU64::new(0),
@@ -48,7 +51,8 @@ impl Metrics {
             self.latency_buckets[i].fetch_add(1, Relaxed);
         }
         self.latency_count.fetch_add(1, Relaxed);
-        self.latency_sum_micros.fetch_add(elapsed.as_micros() as u64, Relaxed);
+        self.latency_sum_micros
+            .fetch_add(elapsed.as_micros() as u64, Relaxed);
     }
 
     pub fn upstream_request(&self, subgraph: usize) {
@@ -65,36 +69,76 @@ impl Metrics {
 
     /// Register a renderer for more metrics (cache layers use this).
     pub fn add_section(&self, render: impl Fn(&mut String) + Send + Sync + 'static) {
-        self.extra.write().unwrap_or_else(|p| p.into_inner()).push(Box::new(render));
+        self.extra
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Box::new(render));
     }
 
     pub fn render(&self) -> String {
         let mut out = String::with_capacity(2048);
-        let _ = writeln!(out, "# HELP gateway_requests_total GraphQL requests answered.");
+        let _ = writeln!(
+            out,
+            "# HELP gateway_requests_total GraphQL requests answered."
+        );
         let _ = writeln!(out, "# TYPE gateway_requests_total counter");
-        let _ = writeln!(out, "gateway_requests_total {}", self.requests.load(Relaxed));
-        let _ = writeln!(out, "# HELP gateway_request_errors_total GraphQL requests whose response carried errors.");
+        let _ = writeln!(
+            out,
+            "gateway_requests_total {}",
+            self.requests.load(Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP gateway_request_errors_total GraphQL requests whose response carried errors."
+        );
         let _ = writeln!(out, "# TYPE gateway_request_errors_total counter");
-        let _ = writeln!(out, "gateway_request_errors_total {}", self.request_errors.load(Relaxed));
-        let _ = writeln!(out, "# HELP gateway_upstream_requests_total HTTP requests sent to each subgraph.");
+        let _ = writeln!(
+            out,
+            "gateway_request_errors_total {}",
+            self.request_errors.load(Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP gateway_upstream_requests_total HTTP requests sent to each subgraph."
+        );
         let _ = writeln!(out, "# TYPE gateway_upstream_requests_total counter");
         for (name, n, _) in &self.upstream {
-            let _ = writeln!(out, "gateway_upstream_requests_total{{subgraph=\"{name}\"}} {}", n.load(Relaxed));
+            let _ = writeln!(
+                out,
+                "gateway_upstream_requests_total{{subgraph=\"{name}\"}} {}",
+                n.load(Relaxed)
+            );
         }
-        let _ = writeln!(out, "# HELP gateway_upstream_errors_total Subgraph requests that got no GraphQL response.");
+        let _ = writeln!(
+            out,
+            "# HELP gateway_upstream_errors_total Subgraph requests that got no GraphQL response."
+        );
         let _ = writeln!(out, "# TYPE gateway_upstream_errors_total counter");
         for (name, _, n) in &self.upstream {
-            let _ = writeln!(out, "gateway_upstream_errors_total{{subgraph=\"{name}\"}} {}", n.load(Relaxed));
+            let _ = writeln!(
+                out,
+                "gateway_upstream_errors_total{{subgraph=\"{name}\"}} {}",
+                n.load(Relaxed)
+            );
         }
-        let _ = writeln!(out, "# HELP gateway_request_duration_seconds Time from request received to response ready.");
+        let _ = writeln!(
+            out,
+            "# HELP gateway_request_duration_seconds Time from request received to response ready."
+        );
         let _ = writeln!(out, "# TYPE gateway_request_duration_seconds histogram");
         let mut cumulative = 0;
         for (bound, n) in LATENCY_BUCKETS.iter().zip(&self.latency_buckets) {
             cumulative += n.load(Relaxed);
-            let _ = writeln!(out, "gateway_request_duration_seconds_bucket{{le=\"{bound}\"}} {cumulative}");
+            let _ = writeln!(
+                out,
+                "gateway_request_duration_seconds_bucket{{le=\"{bound}\"}} {cumulative}"
+            );
         }
         let count = self.latency_count.load(Relaxed);
-        let _ = writeln!(out, "gateway_request_duration_seconds_bucket{{le=\"+Inf\"}} {count}");
+        let _ = writeln!(
+            out,
+            "gateway_request_duration_seconds_bucket{{le=\"+Inf\"}} {count}"
+        );
         let sum = self.latency_sum_micros.load(Relaxed) as f64 / 1e6;
         let _ = writeln!(out, "gateway_request_duration_seconds_sum {sum}");
         let _ = writeln!(out, "gateway_request_duration_seconds_count {count}");

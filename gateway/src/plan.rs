@@ -21,7 +21,9 @@ use std::collections::HashMap;
 
 use async_graphql::context::QueryEnv;
 use async_graphql::Variables;
-use async_graphql_parser::types::{Directive, Field, FragmentDefinition, OperationDefinition, Selection, SelectionSet};
+use async_graphql_parser::types::{
+    Directive, Field, FragmentDefinition, OperationDefinition, Selection, SelectionSet,
+};
 use async_graphql_parser::Positioned;
 use async_graphql_value::{ConstValue, Name, Value};
 
@@ -62,7 +64,11 @@ pub struct DocumentView<'a> {
 
 impl<'a> DocumentView<'a> {
     pub fn from_env(env: &'a QueryEnv) -> Self {
-        DocumentView { fragments: &env.fragments, variables: &env.variables, operation: &env.operation.node }
+        DocumentView {
+            fragments: &env.fragments,
+            variables: &env.variables,
+            operation: &env.operation.node,
+        }
     }
 
     /// The value of a variable: as sent, else the operation's default, else null.
@@ -99,8 +105,12 @@ impl<'a> DocumentView<'a> {
     /// The fields of `set` that apply to an object of type `ty` (any type when
     /// `None`), fragments flattened and `@skip`/`@include` applied. Validation has
     /// already rejected fragment cycles, so the recursion ends.
-    pub fn collect_fields<'d>(&self, ty: Option<&str>, set: &'d SelectionSet, out: &mut Vec<&'d Field>)
-    where
+    pub fn collect_fields<'d>(
+        &self,
+        ty: Option<&str>,
+        set: &'d SelectionSet,
+        out: &mut Vec<&'d Field>,
+    ) where
         'a: 'd,
     {
         let applies = |on: &Name| ty.is_none_or(|t| on == t);
@@ -125,7 +135,12 @@ impl<'a> DocumentView<'a> {
                     if self.skipped(&inline.node.directives) {
                         continue;
                     }
-                    if inline.node.type_condition.as_ref().is_none_or(|c| applies(&c.node.on.node)) {
+                    if inline
+                        .node
+                        .type_condition
+                        .as_ref()
+                        .is_none_or(|c| applies(&c.node.on.node))
+                    {
                         self.collect_fields(ty, &inline.node.selection_set.node, out);
                     }
                 }
@@ -142,7 +157,10 @@ pub struct Planner<'a> {
 
 impl<'a> Planner<'a> {
     pub fn new(supergraph: &'a Supergraph, env: &'a QueryEnv) -> Self {
-        Planner { supergraph, doc: DocumentView::from_env(env) }
+        Planner {
+            supergraph,
+            doc: DocumentView::from_env(env),
+        }
     }
 
     fn collect_fields<'d>(&self, ty: &str, set: &'d SelectionSet, out: &mut Vec<&'d Field>)
@@ -171,7 +189,9 @@ impl<'a> Planner<'a> {
             }
             out.push(')');
         }
-        let Some(def) = self.supergraph.field(parent_ty, name) else { return };
+        let Some(def) = self.supergraph.field(parent_ty, name) else {
+            return;
+        };
         let ty = base_name(&def.ty);
         if self.supergraph.is_composite(ty) {
             out.push('{');
@@ -183,14 +203,18 @@ impl<'a> Planner<'a> {
     /// Append what subgraph `s` can answer of `set` on type `ty`, plus the keys that
     /// other subgraphs need to resolve the rest.
     fn render_selection(&self, out: &mut String, s: SubgraphId, ty: &str, set: &SelectionSet) {
-        let Some(object) = self.supergraph.object(ty) else { return };
+        let Some(object) = self.supergraph.object(ty) else {
+            return;
+        };
         let mut fields = Vec::new();
         self.collect_fields(ty, set, &mut fields);
         let start = out.len();
         let mut key_owners: Vec<SubgraphId> = Vec::new();
         for field in fields {
             let name = field.name.node.as_str();
-            let Some(def) = object.fields.get(name) else { continue };
+            let Some(def) = object.fields.get(name) else {
+                continue;
+            };
             if def.is_owned_by(s) {
                 if out.len() > start {
                     out.push(' ');
@@ -221,13 +245,21 @@ impl<'a> Planner<'a> {
 
     /// The plan for objects of type `ty` that subgraph `source` returned for `set`.
     pub fn object_plan(&self, ty: &str, source: SubgraphId, set: &SelectionSet) -> Arc<ObjectPlan> {
-        let mut plan = ObjectPlan { type_name: ty.to_string(), source, fetches: Vec::new() };
-        let Some(object) = self.supergraph.object(ty) else { return Arc::new(plan) };
+        let mut plan = ObjectPlan {
+            type_name: ty.to_string(),
+            source,
+            fetches: Vec::new(),
+        };
+        let Some(object) = self.supergraph.object(ty) else {
+            return Arc::new(plan);
+        };
         let mut fields = Vec::new();
         self.collect_fields(ty, set, &mut fields);
         let mut by_owner: Vec<(SubgraphId, Vec<&Field>)> = Vec::new();
         for field in fields {
-            let Some(def) = object.fields.get(field.name.node.as_str()) else { continue };
+            let Some(def) = object.fields.get(field.name.node.as_str()) else {
+                continue;
+            };
             if def.is_owned_by(source) {
                 continue;
             }
@@ -247,7 +279,11 @@ impl<'a> Planner<'a> {
             }
             selection.push('}');
             let key = object.key_for(owner).unwrap_or_default().to_vec();
-            plan.fetches.push(EntityFetch { subgraph: owner, key, selection: selection.into() });
+            plan.fetches.push(EntityFetch {
+                subgraph: owner,
+                key,
+                selection: selection.into(),
+            });
         }
         Arc::new(plan)
     }

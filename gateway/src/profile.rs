@@ -21,21 +21,37 @@ pub async fn handler(Query(params): Query<HashMap<String, String>>) -> impl Into
     let seconds: f64 = match params.get("seconds").map(|s| s.parse::<f64>()) {
         None => 10.0,
         Some(Ok(s)) if s > 0.0 && s <= 300.0 => s,
-        Some(_) => return (StatusCode::BAD_REQUEST, "seconds must be a number in (0, 300]".to_string()),
+        Some(_) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                "seconds must be a number in (0, 300]".to_string(),
+            )
+        }
     };
     let hz: i32 = match params.get("hz").map(|s| s.parse::<i32>()) {
         None => 199,
         Some(Ok(h)) if h > 0 => h.min(250),
-        Some(_) => return (StatusCode::BAD_REQUEST, "hz must be a positive integer".to_string()),
+        Some(_) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                "hz must be a positive integer".to_string(),
+            )
+        }
     };
     if RUNNING.swap(true, Ordering::SeqCst) {
-        return (StatusCode::CONFLICT, "a profile is already being taken".to_string());
+        return (
+            StatusCode::CONFLICT,
+            "a profile is already being taken".to_string(),
+        );
     }
     let result = sample(Duration::from_secs_f64(seconds), hz).await;
     RUNNING.store(false, Ordering::SeqCst);
     match result {
         Ok(folded) => (StatusCode::OK, folded),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("profiling failed: {e}")),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("profiling failed: {e}"),
+        ),
     }
 }
 

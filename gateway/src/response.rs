@@ -31,9 +31,15 @@ pub fn write_body(
     });
     match (operation, &response.data) {
         (Some((doc, op)), ConstValue::Object(map)) => {
-            let view = DocumentView { fragments: &doc.fragments, variables, operation: op };
+            let view = DocumentView {
+                fragments: &doc.fragments,
+                variables,
+                operation: op,
+            };
             let root = match op.ty {
-                async_graphql_parser::types::OperationType::Mutation => supergraph.mutation_type.as_deref(),
+                async_graphql_parser::types::OperationType::Mutation => {
+                    supergraph.mutation_type.as_deref()
+                }
                 _ => Some(supergraph.query_type.as_str()),
             };
             let writer = Writer { view, supergraph };
@@ -59,7 +65,13 @@ struct Writer<'a> {
 }
 
 impl Writer<'_> {
-    fn value(&self, out: &mut Vec<u8>, value: &ConstValue, ty: Option<&str>, sets: &[&SelectionSet]) -> serde_json::Result<()> {
+    fn value(
+        &self,
+        out: &mut Vec<u8>,
+        value: &ConstValue,
+        ty: Option<&str>,
+        sets: &[&SelectionSet],
+    ) -> serde_json::Result<()> {
         match value {
             ConstValue::Object(map) if !sets.is_empty() => self.object(out, map, ty, sets),
             ConstValue::List(items) => {

@@ -36,7 +36,11 @@ pub struct GatewayConfig {
 }
 
 /// Ask `url` for `_service { sdl }` until it answers or `backoff.deadline` passes.
-pub async fn fetch_sdl(http: &reqwest::Client, sg: &Subgraph, backoff: &Backoff) -> anyhow::Result<String> {
+pub async fn fetch_sdl(
+    http: &reqwest::Client,
+    sg: &Subgraph,
+    backoff: &Backoff,
+) -> anyhow::Result<String> {
     let started = Instant::now();
     let mut wait = backoff.first;
     loop {
@@ -65,7 +69,10 @@ pub async fn fetch_sdl(http: &reqwest::Client, sg: &Subgraph, backoff: &Backoff)
                 backoff.deadline
             ));
         }
-        tracing::info!("waiting for subgraph {} ({error:#}); retrying in {wait:?}", sg.name);
+        tracing::info!(
+            "waiting for subgraph {} ({error:#}); retrying in {wait:?}",
+            sg.name
+        );
         tokio::time::sleep(wait).await;
         wait = (wait * 2).min(backoff.max);
     }
@@ -73,15 +80,30 @@ pub async fn fetch_sdl(http: &reqwest::Client, sg: &Subgraph, backoff: &Backoff)
 
 /// Read the SDL of every subgraph, compose, and build the app.
 pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
-    let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build()?;
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()?;
     let mut sdls = Vec::with_capacity(config.subgraphs.len());
     for sg in &config.subgraphs {
         sdls.push(fetch_sdl(&http, sg, &config.startup).await?);
     }
     let supergraph = Arc::new(Supergraph::compose(config.subgraphs.clone(), &sdls)?);
-    let metrics = Arc::new(Metrics::new(config.subgraphs.iter().map(|s| s.name.clone())));
-    let clients = SubgraphClients::new(config.subgraphs.clone(), config.upstream_timeout, metrics.clone())?;
+    let metrics = Arc::new(Metrics::new(
+        config.subgraphs.iter().map(|s| s.name.clone()),
+    ));
+    let clients = SubgraphClients::new(
+        config.subgraphs.clone(),
+        config.upstream_timeout,
+        metrics.clone(),
+    )?;
     let fetch: Arc<dyn Fetch> = Arc::new(clients);
-    let schema = build_schema(supergraph.clone(), fetch, &config.documents).context("building the public schema")?;
-    Ok(Arc::new(App { schema, supergraph, metrics, limits: config.requests.clone(), profiling: config.profiling }))
+    let schema = build_schema(supergraph.clone(), fetch, &config.documents)
+        .context("building the public schema")?;
+    Ok(Arc::new(App {
+        schema,
+        supergraph,
+        metrics,
+        limits: config.requests.clone(),
+        profiling: config.profiling,
+    }))
 }

@@ -107,13 +107,18 @@ impl std::error::Error for CompositionError {}
 
 impl Supergraph {
     /// Compose `sdls[i]`, the SDL of `subgraphs[i]`.
-    pub fn compose(subgraphs: Vec<Subgraph>, sdls: &[String]) -> Result<Supergraph, CompositionError> {
+    pub fn compose(
+        subgraphs: Vec<Subgraph>,
+        sdls: &[String],
+    ) -> Result<Supergraph, CompositionError> {
         let mut composer = Composer::default();
         for (id, sdl) in sdls.iter().enumerate() {
             let name = &subgraphs[id].name;
             match async_graphql_parser::parse_schema(sdl) {
                 Ok(doc) => composer.add(id, name, &doc),
-                Err(e) => composer.problems.push(format!("subgraph {name}: SDL does not parse: {e}")),
+                Err(e) => composer
+                    .problems
+                    .push(format!("subgraph {name}: SDL does not parse: {e}")),
             }
         }
         composer.finish(subgraphs)
@@ -143,7 +148,10 @@ impl Supergraph {
 impl ObjectDef {
     /// The key fields subgraph `id` accepts for this type in `_entities`.
     pub fn key_for(&self, id: SubgraphId) -> Option<&[String]> {
-        self.keys.iter().find(|(s, _)| *s == id).map(|(_, k)| k.as_slice())
+        self.keys
+            .iter()
+            .find(|(s, _)| *s == id)
+            .map(|(_, k)| k.as_slice())
     }
 }
 
@@ -213,12 +221,16 @@ impl Composer {
                     mutation_name = m.node.to_string();
                 }
                 if schema.node.subscription.is_some() {
-                    self.problems.push(format!("subgraph {sg}: subscriptions are not supported by this gateway"));
+                    self.problems.push(format!(
+                        "subgraph {sg}: subscriptions are not supported by this gateway"
+                    ));
                 }
             }
         }
         for def in &doc.definitions {
-            let TypeSystemDefinition::Type(def) = def else { continue };
+            let TypeSystemDefinition::Type(def) = def else {
+                continue;
+            };
             let def = &def.node;
             let raw = def.name.node.as_str();
             if is_federation_internal_type(raw) {
@@ -315,7 +327,14 @@ impl Composer {
     fn merge_simple(&mut self, sg: &str, name: &str, description: Option<String>, kind: Kind) {
         match self.types.get(name) {
             None => {
-                self.types.insert(name.to_string(), TypeDef { name: name.to_string(), description, kind });
+                self.types.insert(
+                    name.to_string(),
+                    TypeDef {
+                        name: name.to_string(),
+                        description,
+                        kind,
+                    },
+                );
             }
             Some(existing) => {
                 let same = match (&existing.kind, &kind) {
@@ -323,7 +342,9 @@ impl Composer {
                     (Kind::Enum(a), Kind::Enum(b)) => a == b,
                     (Kind::InputObject(a), Kind::InputObject(b)) => {
                         a.len() == b.len()
-                            && a.iter().zip(b).all(|(x, y)| x.name == y.name && x.ty.to_string() == y.ty.to_string())
+                            && a.iter().zip(b).all(|(x, y)| {
+                                x.name == y.name && x.ty.to_string() == y.ty.to_string()
+                            })
                     }
                     _ => false,
                 };
@@ -336,7 +357,8 @@ impl Composer {
 
     fn finish(mut self, subgraphs: Vec<Subgraph>) -> Result<Supergraph, CompositionError> {
         if !self.query_type_seen {
-            self.problems.push("no subgraph defines a Query type".to_string());
+            self.problems
+                .push("no subgraph defines a Query type".to_string());
         }
         for (ty, field, id) in std::mem::take(&mut self.externals) {
             let known = self.types.get(&ty).and_then(|t| match &t.kind {
@@ -358,24 +380,32 @@ impl Composer {
             .collect();
         let name_of = |id: SubgraphId| subgraphs[id].name.as_str();
         for t in self.types.values() {
-            let Kind::Object(object) = &t.kind else { continue };
+            let Kind::Object(object) = &t.kind else {
+                continue;
+            };
             let is_root = t.name == QUERY || t.name == MUTATION;
             for f in object.fields.values() {
                 let base = base_name(&f.ty);
                 if !known_types.contains(base) {
-                    self.problems.push(format!("{}.{}: unknown type {base}", t.name, f.name));
+                    self.problems
+                        .push(format!("{}.{}: unknown type {base}", t.name, f.name));
                 }
                 for arg in &f.args {
                     let base = base_name(&arg.ty);
                     if !known_types.contains(base) {
-                        self.problems.push(format!("{}.{}({}): unknown type {base}", t.name, f.name, arg.name));
+                        self.problems.push(format!(
+                            "{}.{}({}): unknown type {base}",
+                            t.name, f.name, arg.name
+                        ));
                     }
                 }
                 if f.owners.is_empty() {
-                    self.problems.push(format!("{}.{} is resolved by no subgraph", t.name, f.name));
+                    self.problems
+                        .push(format!("{}.{} is resolved by no subgraph", t.name, f.name));
                     continue;
                 }
-                let unshared = f.owners.len() > 1 && f.owners.iter().any(|o| !f.shareable_in.contains(o));
+                let unshared =
+                    f.owners.len() > 1 && f.owners.iter().any(|o| !f.shareable_in.contains(o));
                 let value_type = object.keys.is_empty() && !is_root;
                 if unshared && !value_type {
                     let owners: Vec<&str> = f.owners.iter().map(|&o| name_of(o)).collect();
@@ -402,7 +432,12 @@ impl Composer {
                     }
                     let reachable = f.owners.iter().any(|&o| {
                         object.key_for(o).is_some_and(|key| {
-                            key.iter().all(|k| object.fields.get(k).is_some_and(|kf| kf.is_owned_by(source)))
+                            key.iter().all(|k| {
+                                object
+                                    .fields
+                                    .get(k)
+                                    .is_some_and(|kf| kf.is_owned_by(source))
+                            })
                         })
                     });
                     if !reachable {
@@ -423,14 +458,22 @@ impl Composer {
             return Err(CompositionError(self.problems));
         }
         let mutation_type = self.mutation_type_seen.then(|| MUTATION.to_string());
-        Ok(Supergraph { subgraphs, query_type: QUERY.to_string(), mutation_type, types: self.types })
+        Ok(Supergraph {
+            subgraphs,
+            query_type: QUERY.to_string(),
+            mutation_type,
+            types: self.types,
+        })
     }
 }
 
 /// Whether subgraph `id` has some field whose type is `ty` (so it can hand out such objects).
 fn returns_type(types: &IndexMap<String, TypeDef>, id: SubgraphId, ty: &str) -> bool {
     types.values().any(|t| match &t.kind {
-        Kind::Object(o) => o.fields.values().any(|f| f.is_owned_by(id) && base_name(&f.ty) == ty),
+        Kind::Object(o) => o
+            .fields
+            .values()
+            .any(|f| f.is_owned_by(id) && base_name(&f.ty) == ty),
         _ => false,
     })
 }
@@ -481,7 +524,9 @@ fn merge_field(
                 ));
             }
             if resolvable && !args_match(&existing.args, &args) {
-                problems.push(format!("{ty}.{name} has different arguments in subgraph {sg} than elsewhere"));
+                problems.push(format!(
+                    "{ty}.{name} has different arguments in subgraph {sg} than elsewhere"
+                ));
             }
             if existing.description.is_none() {
                 existing.description = field.description.as_ref().map(|d| d.node.clone());
@@ -504,7 +549,10 @@ fn strip_non_null(ty: &Type) -> String {
 }
 
 fn args_match(a: &[ArgDef], b: &[ArgDef]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.name == y.name && x.ty.to_string() == y.ty.to_string())
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.name == y.name && x.ty.to_string() == y.ty.to_string())
 }
 
 #[cfg(test)]
@@ -512,10 +560,17 @@ mod tests {
     use super::*;
 
     fn sg(names: &[&str]) -> Vec<Subgraph> {
-        names.iter().map(|n| Subgraph { name: n.to_string(), url: format!("http://{n}") }).collect()
+        names
+            .iter()
+            .map(|n| Subgraph {
+                name: n.to_string(),
+                url: format!("http://{n}"),
+            })
+            .collect()
     }
 
-    const USERS: &str = r#"type Query { me: User } type User @key(fields: "id") { id: ID! name: String! }"#;
+    const USERS: &str =
+        r#"type Query { me: User } type User @key(fields: "id") { id: ID! name: String! }"#;
     const POSTS_FED1: &str = r#"
         type Post @key(fields: "pid") { pid: ID! title: String author: User }
         extend type Query { topPosts(count: Int = 2): [Post] }
@@ -523,27 +578,45 @@ mod tests {
 
     #[test]
     fn composes_fed1_extensions_and_records_owners() {
-        let s = Supergraph::compose(sg(&["user", "post"]), &[USERS.into(), POSTS_FED1.into()]).unwrap();
+        let s =
+            Supergraph::compose(sg(&["user", "post"]), &[USERS.into(), POSTS_FED1.into()]).unwrap();
         let user = s.object("User").unwrap();
         assert_eq!(user.fields["id"].owners, vec![0, 1]);
         assert_eq!(user.fields["name"].owners, vec![0]);
         assert_eq!(user.fields["topPosts"].owners, vec![1]);
-        assert_eq!(s.object("Query").unwrap().fields["topPosts"].owners, vec![1]);
+        assert_eq!(
+            s.object("Query").unwrap().fields["topPosts"].owners,
+            vec![1]
+        );
         assert_eq!(user.key_for(1).unwrap(), ["id".to_string()]);
     }
 
     #[test]
     fn rejects_a_root_field_owned_twice() {
-        let err = Supergraph::compose(sg(&["a", "b"]), &["type Query { x: Int }".into(), "type Query { x: Int }".into()])
-            .unwrap_err();
-        assert!(err.to_string().contains("Query.x is defined by several subgraphs (a, b)"), "{err}");
+        let err = Supergraph::compose(
+            sg(&["a", "b"]),
+            &[
+                "type Query { x: Int }".into(),
+                "type Query { x: Int }".into(),
+            ],
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("Query.x is defined by several subgraphs (a, b)"),
+            "{err}"
+        );
     }
 
     #[test]
     fn rejects_conflicting_field_types() {
         let b = r#"type Query { y: Int } type User @key(fields: "id") { id: String! }"#;
         let err = Supergraph::compose(sg(&["user", "b"]), &[USERS.into(), b.into()]).unwrap_err();
-        assert!(err.to_string().contains("User.id has type String! in subgraph b"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("User.id has type String! in subgraph b"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -551,7 +624,11 @@ mod tests {
         // `b` returns a User without its key, so `name` cannot be fetched for it.
         let b = r#"type Query { someone: User } type User { nick: String }"#;
         let err = Supergraph::compose(sg(&["user", "b"]), &[USERS.into(), b.into()]).unwrap_err();
-        assert!(err.to_string().contains("User.name (resolved by user) cannot be fetched"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("User.name (resolved by user) cannot be fetched"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -84,7 +84,10 @@ pub enum FetchError {
 
 /// Anything that can answer a [`FetchRequest`]: the subgraph clients, or a cache around them.
 pub trait Fetch: Send + Sync + 'static {
-    fn fetch<'a>(&'a self, request: FetchRequest<'a>) -> BoxFuture<'a, Result<Arc<UpstreamResponse>, FetchError>>;
+    fn fetch<'a>(
+        &'a self,
+        request: FetchRequest<'a>,
+    ) -> BoxFuture<'a, Result<Arc<UpstreamResponse>, FetchError>>;
 }
 
 /// HTTP clients for every subgraph.
@@ -96,17 +99,30 @@ pub struct SubgraphClients {
 }
 
 impl SubgraphClients {
-    pub fn new(subgraphs: Vec<Subgraph>, timeout: Duration, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
+    pub fn new(
+        subgraphs: Vec<Subgraph>,
+        timeout: Duration,
+        metrics: Arc<Metrics>,
+    ) -> anyhow::Result<Self> {
         let http = reqwest::Client::builder()
             .pool_max_idle_per_host(1024)
             .pool_idle_timeout(Duration::from_secs(60))
             .tcp_nodelay(true)
             .timeout(timeout)
             .build()?;
-        Ok(SubgraphClients { subgraphs, http, timeout, metrics })
+        Ok(SubgraphClients {
+            subgraphs,
+            http,
+            timeout,
+            metrics,
+        })
     }
 
-    async fn send_once(&self, request: &FetchRequest<'_>, body: &bytes::Bytes) -> Result<UpstreamResponse, (FetchError, bool)> {
+    async fn send_once(
+        &self,
+        request: &FetchRequest<'_>,
+        body: &bytes::Bytes,
+    ) -> Result<UpstreamResponse, (FetchError, bool)> {
         let subgraph = &self.subgraphs[request.subgraph];
         self.metrics.upstream_request(request.subgraph);
         let mut builder = self
@@ -129,17 +145,36 @@ impl SubgraphClients {
         };
         match serde_json::from_slice::<UpstreamResponse>(&bytes) {
             Ok(parsed) if parsed.data.is_some() || !parsed.errors.is_empty() => Ok(parsed),
-            Ok(_) | Err(_) if !status.is_success() => {
-                Err((FetchError::Status { subgraph: name(), status: status.as_u16() }, false))
-            }
-            Ok(_) => Err((FetchError::Malformed { subgraph: name(), detail: "neither data nor errors".into() }, false)),
-            Err(e) => Err((FetchError::Malformed { subgraph: name(), detail: e.to_string() }, false)),
+            Ok(_) | Err(_) if !status.is_success() => Err((
+                FetchError::Status {
+                    subgraph: name(),
+                    status: status.as_u16(),
+                },
+                false,
+            )),
+            Ok(_) => Err((
+                FetchError::Malformed {
+                    subgraph: name(),
+                    detail: "neither data nor errors".into(),
+                },
+                false,
+            )),
+            Err(e) => Err((
+                FetchError::Malformed {
+                    subgraph: name(),
+                    detail: e.to_string(),
+                },
+                false,
+            )),
         }
     }
 
     fn transport_error(&self, subgraph: &str, e: &reqwest::Error) -> FetchError {
         if e.is_timeout() {
-            return FetchError::Timeout { subgraph: subgraph.to_string(), timeout: self.timeout };
+            return FetchError::Timeout {
+                subgraph: subgraph.to_string(),
+                timeout: self.timeout,
+            };
         }
         let mut detail = e.to_string();
         let mut source = std::error::Error::source(e);
@@ -147,12 +182,18 @@ impl SubgraphClients {
             detail = format!("{detail}: {s}");
             source = s.source();
         }
-        FetchError::Unavailable { subgraph: subgraph.to_string(), detail }
+        FetchError::Unavailable {
+            subgraph: subgraph.to_string(),
+            detail,
+        }
     }
 }
 
 impl Fetch for SubgraphClients {
-    fn fetch<'a>(&'a self, request: FetchRequest<'a>) -> BoxFuture<'a, Result<Arc<UpstreamResponse>, FetchError>> {
+    fn fetch<'a>(
+        &'a self,
+        request: FetchRequest<'a>,
+    ) -> BoxFuture<'a, Result<Arc<UpstreamResponse>, FetchError>> {
         Box::pin(async move {
             let body = match &request.variables {
                 Some(vars) => serde_json::json!({ "query": request.query, "variables": vars }),

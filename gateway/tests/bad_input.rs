@@ -11,21 +11,59 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn first_error(body: &str) -> String {
     let v: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"));
-    v["errors"][0]["message"].as_str().unwrap_or_else(|| panic!("no error in {body}")).to_string()
+    v["errors"][0]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error in {body}"))
+        .to_string()
 }
 
 #[tokio::test]
 async fn malformed_requests_are_4xx_with_a_message() {
     let lab = Lab::start().await;
     let cases: Vec<(&str, Vec<u8>, u16, &str)> = vec![
-        ("non-JSON", b"query { me { id } }".to_vec(), 400, "not valid JSON"),
-        ("truncated JSON", br#"{"query": "{ me { id } }""#.to_vec(), 400, "not valid JSON"),
-        ("invalid UTF-8", b"{\"query\": \"\xff\xfe\"}".to_vec(), 400, "not valid JSON"),
+        (
+            "non-JSON",
+            b"query { me { id } }".to_vec(),
+            400,
+            "not valid JSON",
+        ),
+        (
+            "truncated JSON",
+            br#"{"query": "{ me { id } }""#.to_vec(),
+            400,
+            "not valid JSON",
+        ),
+        (
+            "invalid UTF-8",
+            b"{\"query\": \"\xff\xfe\"}".to_vec(),
+            400,
+            "not valid JSON",
+        ),
         ("not an object", b"[1, 2]".to_vec(), 400, "JSON object"),
-        ("missing query", br#"{"variables": {}}"#.to_vec(), 400, "no \"query\""),
-        ("non-string query", br#"{"query": 42}"#.to_vec(), 400, "\"query\" must be a string"),
-        ("non-object variables", br#"{"query": "{ me { id } }", "variables": [1]}"#.to_vec(), 400, "\"variables\" must be an object"),
-        ("non-string operationName", br#"{"query": "{ me { id } }", "operationName": 1}"#.to_vec(), 400, "operationName"),
+        (
+            "missing query",
+            br#"{"variables": {}}"#.to_vec(),
+            400,
+            "no \"query\"",
+        ),
+        (
+            "non-string query",
+            br#"{"query": 42}"#.to_vec(),
+            400,
+            "\"query\" must be a string",
+        ),
+        (
+            "non-object variables",
+            br#"{"query": "{ me { id } }", "variables": [1]}"#.to_vec(),
+            400,
+            "\"variables\" must be an object",
+        ),
+        (
+            "non-string operationName",
+            br#"{"query": "{ me { id } }", "operationName": 1}"#.to_vec(),
+            400,
+            "operationName",
+        ),
     ];
     for (name, body, status, needle) in cases {
         let (got, text) = lab.post_raw(body).await;
@@ -33,9 +71,23 @@ async fn malformed_requests_are_4xx_with_a_message() {
         assert!(first_error(&text).contains(needle), "{name}: {text}");
     }
     // Wrong content type, and a media type we cannot produce.
-    let r = lab.http.post(lab.gateway.url()).header("content-type", "text/plain").body("{}").send().await.unwrap();
+    let r = lab
+        .http
+        .post(lab.gateway.url())
+        .header("content-type", "text/plain")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 415);
-    let r = lab.http.post(lab.gateway.url()).header("accept", "text/html").json(&json!({"query": "{ me { id } }"})).send().await.unwrap();
+    let r = lab
+        .http
+        .post(lab.gateway.url())
+        .header("accept", "text/html")
+        .json(&json!({"query": "{ me { id } }"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 406);
 }
 
@@ -44,13 +96,41 @@ async fn invalid_documents_are_graphql_errors() {
     let lab = Lab::start().await;
     let cases: Vec<(&str, Value, &str)> = vec![
         ("syntax error", json!({ "query": "{ me { id " }), "expected"),
-        ("unknown field", json!({ "query": "{ me { nope } }" }), "Unknown field \"nope\""),
-        ("missing argument", json!({ "query": "{ getPost { pid } }" }), "pid"),
-        ("wrong variable type", json!({ "query": "query($c: Int) { topPosts(count: $c) { pid } }", "variables": { "c": "two" } }), "c"),
-        ("undeclared variable", json!({ "query": "{ topPosts(count: $c) { pid } }" }), "c"),
-        ("fragment cycle", json!({ "query": "{ me { ...A } } fragment A on User { ...B } fragment B on User { ...A }" }), ""),
-        ("several operations, no name", json!({ "query": "query A { me { id } } query B { me { id } }" }), "Operation name required"),
-        ("unknown operation name", json!({ "query": "query A { me { id } }", "operationName": "Z" }), "Unknown operation"),
+        (
+            "unknown field",
+            json!({ "query": "{ me { nope } }" }),
+            "Unknown field \"nope\"",
+        ),
+        (
+            "missing argument",
+            json!({ "query": "{ getPost { pid } }" }),
+            "pid",
+        ),
+        (
+            "wrong variable type",
+            json!({ "query": "query($c: Int) { topPosts(count: $c) { pid } }", "variables": { "c": "two" } }),
+            "c",
+        ),
+        (
+            "undeclared variable",
+            json!({ "query": "{ topPosts(count: $c) { pid } }" }),
+            "c",
+        ),
+        (
+            "fragment cycle",
+            json!({ "query": "{ me { ...A } } fragment A on User { ...B } fragment B on User { ...A }" }),
+            "",
+        ),
+        (
+            "several operations, no name",
+            json!({ "query": "query A { me { id } } query B { me { id } }" }),
+            "Operation name required",
+        ),
+        (
+            "unknown operation name",
+            json!({ "query": "query A { me { id } }", "operationName": "Z" }),
+            "Unknown operation",
+        ),
     ];
     for (name, body, needle) in cases {
         // application/json: a GraphQL error in a 200 …
@@ -69,7 +149,10 @@ async fn invalid_documents_are_graphql_errors() {
             .await
             .unwrap();
         assert_eq!(r.status(), 400, "{name}");
-        assert!(r.headers()["content-type"].to_str().unwrap().starts_with("application/graphql-response+json"));
+        assert!(r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/graphql-response+json"));
     }
 }
 
@@ -77,13 +160,18 @@ async fn invalid_documents_are_graphql_errors() {
 async fn oversized_deep_and_flooding_documents_are_refused() {
     let lab = Lab::start().await;
     // A multi-megabyte body: 413 before any parsing.
-    let big = format!(r#"{{"query": "{{ me {{ id }} }}", "pad": "{}"}}"#, "x".repeat(3 << 20));
+    let big = format!(
+        r#"{{"query": "{{ me {{ id }} }}", "pad": "{}"}}"#,
+        "x".repeat(3 << 20)
+    );
     let (status, text) = lab.post_raw(big).await;
     assert_eq!(status, 413, "{text}");
     assert!(first_error(&text).contains("larger than"));
     // Deep nesting: refused from the text, before the parser recurses.
     let deep = format!("{}{}", "{ me ".repeat(20_000), "}".repeat(20_000));
-    let (status, text) = lab.post_raw(serde_json::to_vec(&json!({ "query": deep })).unwrap()).await;
+    let (status, text) = lab
+        .post_raw(serde_json::to_vec(&json!({ "query": deep })).unwrap())
+        .await;
     assert_eq!(status, 400, "{text}");
     assert!(first_error(&text).contains("nests 20000 levels"));
     // Nesting that passes the text check but not the depth limit.
@@ -95,14 +183,35 @@ async fn oversized_deep_and_flooding_documents_are_refused() {
     chain.push_str(&" } }".repeat(21));
     chain.push_str(" }");
     let v = lab.query(&chain).await;
-    assert!(v["errors"][0]["message"].as_str().unwrap().contains("nested too deep") || v["errors"][0]["message"].as_str().unwrap().contains("depth"), "{v}");
+    assert!(
+        v["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nested too deep")
+            || v["errors"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("depth"),
+        "{v}"
+    );
     // An alias flood: 3000 aliased fields exceed the field limit (2000 here).
-    let flood: String = (0..3000).map(|i| format!("a{i}: topPosts(count: 1) {{ pid }} ")).collect();
+    let flood: String = (0..3000)
+        .map(|i| format!("a{i}: topPosts(count: 1) {{ pid }} "))
+        .collect();
     let v = lab.query(&format!("{{ {flood} }}")).await;
     assert_eq!(v["data"], Value::Null);
-    assert!(v["errors"][0]["message"].as_str().unwrap().contains("too complex"), "{v}");
+    assert!(
+        v["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("too complex"),
+        "{v}"
+    );
     // Still serving.
-    assert_eq!(lab.query("{ me { id } }").await, json!({ "data": { "me": { "id": "u1" } } }));
+    assert_eq!(
+        lab.query("{ me { id } }").await,
+        json!({ "data": { "me": { "id": "u1" } } })
+    );
 }
 
 #[tokio::test]
@@ -111,7 +220,10 @@ async fn stalled_clients_are_cut_off_and_others_are_served_meanwhile() {
     let addr = lab.gateway.addr;
     // One client stops half-way through its headers, another half-way through its body.
     let mut headers_stall = tokio::net::TcpStream::connect(addr).await.unwrap();
-    headers_stall.write_all(b"POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Ty").await.unwrap();
+    headers_stall
+        .write_all(b"POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Ty")
+        .await
+        .unwrap();
     let mut body_stall = tokio::net::TcpStream::connect(addr).await.unwrap();
     body_stall
         .write_all(b"POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"query\":")
@@ -123,12 +235,21 @@ async fn stalled_clients_are_cut_off_and_others_are_served_meanwhile() {
     }
     // The stalled body gets 408 once the body-read timeout (500 ms here) passes.
     let mut answer = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(10), body_stall.read_to_end(&mut answer)).await;
+    let read =
+        tokio::time::timeout(Duration::from_secs(10), body_stall.read_to_end(&mut answer)).await;
     assert!(read.is_ok(), "the stalled body was never cut off");
-    assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 408"), "{}", String::from_utf8_lossy(&answer));
+    assert!(
+        String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 408"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
     // The stalled headers get their connection closed (hyper may send a 408 first).
     let mut rest = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(10), headers_stall.read_to_end(&mut rest)).await;
+    let read = tokio::time::timeout(
+        Duration::from_secs(10),
+        headers_stall.read_to_end(&mut rest),
+    )
+    .await;
     assert!(read.is_ok(), "the stalled headers were never cut off");
     assert_eq!(lab.query("{ me { id } }").await["data"]["me"]["id"], "u1");
 }

@@ -13,7 +13,9 @@ const SEED_ANSWER: &str = r#"{"data":{"me":{"id":"u1","name":"John","nickname":"
 async fn seed_query_answers_byte_for_byte_with_three_subgraph_requests() {
     let lab = Lab::start().await;
     let before = lab.subgraph_requests().await;
-    let (status, body) = lab.post_raw(serde_json::to_vec(&json!({ "query": SEED })).unwrap()).await;
+    let (status, body) = lab
+        .post_raw(serde_json::to_vec(&json!({ "query": SEED })).unwrap())
+        .await;
     assert_eq!(status, 200);
     assert_eq!(body, SEED_ANSWER);
     let after = lab.subgraph_requests().await;
@@ -26,7 +28,9 @@ async fn seed_query_answers_byte_for_byte_with_three_subgraph_requests() {
 async fn batching_sends_one_entities_request_per_subgraph_per_level() {
     let lab = Lab::start().await;
     let before = lab.subgraph_requests().await;
-    let answer = lab.query("{ topPosts(count: 4) { pid author { name topPosts(count: 2) { pid } } } }").await;
+    let answer = lab
+        .query("{ topPosts(count: 4) { pid author { name topPosts(count: 2) { pid } } } }")
+        .await;
     let after = lab.subgraph_requests().await;
     let names: Vec<&str> = answer["data"]["topPosts"]
         .as_array()
@@ -35,7 +39,10 @@ async fn batching_sends_one_entities_request_per_subgraph_per_level() {
         .map(|p| p["author"]["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["John", "Jane", "John", "John"]);
-    assert_eq!(answer["data"]["topPosts"][1]["author"]["topPosts"], json!([{ "pid": "p2" }]));
+    assert_eq!(
+        answer["data"]["topPosts"][1]["author"]["topPosts"],
+        json!([{ "pid": "p2" }])
+    );
     // Four authors (two distinct) resolved by ONE users `_entities` call. post-service
     // answers `author { topPosts }` in its first response (it owns User.topPosts),
     // so the posts side costs one request, not two.
@@ -59,8 +66,13 @@ async fn entity_chains_go_both_ways_through_lists_and_nulls() {
         } })
     );
     // users → posts → users: me.topPosts[].author.name needs a second users trip.
-    let answer = lab.query("{ me { topPosts(count: 3) { pid author { name } } } }").await;
-    assert_eq!(answer["data"]["me"]["topPosts"][2], json!({ "pid": "p4", "author": { "name": "John" } }));
+    let answer = lab
+        .query("{ me { topPosts(count: 3) { pid author { name } } } }")
+        .await;
+    assert_eq!(
+        answer["data"]["me"]["topPosts"][2],
+        json!({ "pid": "p4", "author": { "name": "John" } })
+    );
 }
 
 #[tokio::test]
@@ -79,7 +91,9 @@ async fn aliases_variables_fragments_and_directives() {
         fragment Named on User { name }
         fragment UserPosts on User { topPosts(count: $n) { pid } }
     "#;
-    let answer = lab.query_with(query, json!({ "n": 2, "withPosts": true }), &[]).await;
+    let answer = lab
+        .query_with(query, json!({ "n": 2, "withPosts": true }), &[])
+        .await;
     assert_eq!(
         answer,
         json!({ "data": {
@@ -91,14 +105,22 @@ async fn aliases_variables_fragments_and_directives() {
             "me": { "id": "u1", "topPosts": [{ "pid": "p1" }, { "pid": "p3" }] }
         } })
     );
-    let answer = lab.query_with(query, json!({ "n": 1, "withPosts": false, "skipName": false }), &[]).await;
+    let answer = lab
+        .query_with(
+            query,
+            json!({ "n": 1, "withPosts": false, "skipName": false }),
+            &[],
+        )
+        .await;
     assert_eq!(answer["data"]["me"], json!({ "who": "John", "id": "u1" }));
 }
 
 #[tokio::test]
 async fn typename_and_introspection_of_the_composed_schema() {
     let lab = Lab::start().await;
-    let answer = lab.query("{ __typename me { __typename id topPosts(count: 1) { __typename } } }").await;
+    let answer = lab
+        .query("{ __typename me { __typename id topPosts(count: 1) { __typename } } }")
+        .await;
     assert_eq!(
         answer,
         json!({ "data": { "__typename": "Query", "me": { "__typename": "User", "id": "u1", "topPosts": [{ "__typename": "Post" }] } } })
@@ -106,12 +128,27 @@ async fn typename_and_introspection_of_the_composed_schema() {
     let answer = lab
         .query(r#"{ __schema { queryType { name } mutationType { name } } user: __type(name: "User") { fields { name } } }"#)
         .await;
-    assert_eq!(answer["data"]["__schema"], json!({ "queryType": { "name": "Query" }, "mutationType": { "name": "Mutation" } }));
+    assert_eq!(
+        answer["data"]["__schema"],
+        json!({ "queryType": { "name": "Query" }, "mutationType": { "name": "Mutation" } })
+    );
     // User's fields come from both subgraphs; federation internals are not exposed.
-    let fields: Vec<&str> = answer["data"]["user"]["fields"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    let fields: Vec<&str> = answer["data"]["user"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
     assert_eq!(fields, ["id", "name", "topPosts"]);
-    let answer = lab.query("{ __schema { queryType { fields { name } } } }").await;
-    let roots: Vec<&str> = answer["data"]["__schema"]["queryType"]["fields"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    let answer = lab
+        .query("{ __schema { queryType { fields { name } } } }")
+        .await;
+    let roots: Vec<&str> = answer["data"]["__schema"]["queryType"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
     assert_eq!(roots, ["me", "topPosts", "getPost"]);
 }
 
@@ -119,10 +156,28 @@ async fn typename_and_introspection_of_the_composed_schema() {
 async fn operation_name_picks_one_of_several_operations() {
     let lab = Lab::start().await;
     let doc = "query A { me { id } } query B { topPosts(count: 1) { pid } }";
-    let r = lab.http.post(lab.gateway.url()).json(&json!({ "query": doc, "operationName": "B" })).send().await.unwrap();
-    assert_eq!(r.json::<serde_json::Value>().await.unwrap(), json!({ "data": { "topPosts": [{ "pid": "p1" }] } }));
-    let r = lab.http.post(lab.gateway.url()).json(&json!({ "query": doc, "operationName": "A" })).send().await.unwrap();
-    assert_eq!(r.json::<serde_json::Value>().await.unwrap(), json!({ "data": { "me": { "id": "u1" } } }));
+    let r = lab
+        .http
+        .post(lab.gateway.url())
+        .json(&json!({ "query": doc, "operationName": "B" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.json::<serde_json::Value>().await.unwrap(),
+        json!({ "data": { "topPosts": [{ "pid": "p1" }] } })
+    );
+    let r = lab
+        .http
+        .post(lab.gateway.url())
+        .json(&json!({ "query": doc, "operationName": "A" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.json::<serde_json::Value>().await.unwrap(),
+        json!({ "data": { "me": { "id": "u1" } } })
+    );
 }
 
 fn url(lab: &Lab, params: &[(&str, &str)]) -> reqwest::Url {
@@ -132,10 +187,32 @@ fn url(lab: &Lab, params: &[(&str, &str)]) -> reqwest::Url {
 #[tokio::test]
 async fn get_requests_run_queries_but_not_mutations() {
     let lab = Lab::start().await;
-    let r = lab.http.get(url(&lab, &[("query", "query($c: Int) { topPosts(count: $c) { pid } }"), ("variables", r#"{"c":1}"#)])).send().await.unwrap();
+    let r = lab
+        .http
+        .get(url(
+            &lab,
+            &[
+                ("query", "query($c: Int) { topPosts(count: $c) { pid } }"),
+                ("variables", r#"{"c":1}"#),
+            ],
+        ))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
-    assert_eq!(r.text().await.unwrap(), r#"{"data":{"topPosts":[{"pid":"p1"}]}}"#);
-    let r = lab.http.get(url(&lab, &[("query", r#"mutation { createUser(name: "x") { id } }"#)])).send().await.unwrap();
+    assert_eq!(
+        r.text().await.unwrap(),
+        r#"{"data":{"topPosts":[{"pid":"p1"}]}}"#
+    );
+    let r = lab
+        .http
+        .get(url(
+            &lab,
+            &[("query", r#"mutation { createUser(name: "x") { id } }"#)],
+        ))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 405);
     assert_eq!(r.headers()["allow"], "POST");
 }
@@ -144,12 +221,14 @@ async fn get_requests_run_queries_but_not_mutations() {
 async fn mutations_run_in_document_order_and_reads_see_them() {
     let lab = Lab::start().await;
     let answer = lab
-        .query(r#"mutation {
+        .query(
+            r#"mutation {
             a: createUser(name: "Ann") { id name }
             b: updateUser(id: "u3", name: "Anna") { id name }
             c: updatePostTitle(pid: "p1", title: "Fresh") { pid title author { name } }
             d: createUser(name: "Bob") { id }
-        }"#)
+        }"#,
+        )
         .await;
     assert_eq!(
         answer,
@@ -160,15 +239,29 @@ async fn mutations_run_in_document_order_and_reads_see_them() {
             "d": { "id": "u4" }
         } })
     );
-    let answer = lab.query(r#"{ getPost(pid: "p1") { title } me { topPosts(count: 1) { title } } }"#).await;
-    assert_eq!(answer, json!({ "data": { "getPost": { "title": "Fresh" }, "me": { "topPosts": [{ "title": "Fresh" }] } } }));
-    let answer = lab.query_with("{ me { name } }", json!(null), &[("authorization", "Bearer u3")]).await;
+    let answer = lab
+        .query(r#"{ getPost(pid: "p1") { title } me { topPosts(count: 1) { title } } }"#)
+        .await;
+    assert_eq!(
+        answer,
+        json!({ "data": { "getPost": { "title": "Fresh" }, "me": { "topPosts": [{ "title": "Fresh" }] } } })
+    );
+    let answer = lab
+        .query_with(
+            "{ me { name } }",
+            json!(null),
+            &[("authorization", "Bearer u3")],
+        )
+        .await;
     assert_eq!(answer, json!({ "data": { "me": { "name": "Anna" } } }));
     // An unknown id is a GraphQL error with a path; the other fields still resolve.
     let answer = lab.query(r#"mutation { bad: updateUser(id: "u99", name: "x") { id } ok: createUser(name: "Cy") { id } }"#).await;
     assert_eq!(answer["data"], json!({ "bad": null, "ok": { "id": "u5" } }));
     assert_eq!(answer["errors"][0]["path"], json!(["bad"]));
-    assert!(answer["errors"][0]["message"].as_str().unwrap().contains("u99"));
+    assert!(answer["errors"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("u99"));
 }
 
 #[tokio::test]
@@ -176,10 +269,18 @@ async fn concurrent_create_user_hands_out_distinct_ids() {
     let lab = Lab::start().await;
     let calls = (0..40).map(|i| {
         let lab = &lab;
-        async move { lab.query(&format!(r#"mutation {{ createUser(name: "n{i}") {{ id }} }}"#)).await }
+        async move {
+            lab.query(&format!(
+                r#"mutation {{ createUser(name: "n{i}") {{ id }} }}"#
+            ))
+            .await
+        }
     });
     let answers = futures::future::join_all(calls).await;
-    let mut ids: Vec<String> = answers.iter().map(|a| a["data"]["createUser"]["id"].as_str().unwrap().to_string()).collect();
+    let mut ids: Vec<String> = answers
+        .iter()
+        .map(|a| a["data"]["createUser"]["id"].as_str().unwrap().to_string())
+        .collect();
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), 40);
@@ -189,13 +290,25 @@ async fn concurrent_create_user_hands_out_distinct_ids() {
 async fn authorization_picks_me_and_is_forwarded_to_the_subgraphs() {
     let lab = Lab::start().await;
     let query = "{ me { id name topPosts(count: 5) { pid } } }";
-    let as_u2 = lab.query_with(query, json!(null), &[("authorization", "Bearer u2")]).await;
-    assert_eq!(as_u2, json!({ "data": { "me": { "id": "u2", "name": "Jane", "topPosts": [{ "pid": "p2" }] } } }));
+    let as_u2 = lab
+        .query_with(query, json!(null), &[("authorization", "Bearer u2")])
+        .await;
+    assert_eq!(
+        as_u2,
+        json!({ "data": { "me": { "id": "u2", "name": "Jane", "topPosts": [{ "pid": "p2" }] } } })
+    );
     let anonymous = lab.query(query).await;
     assert_eq!(anonymous["data"]["me"]["id"], "u1");
-    let as_u1 = lab.query_with(query, json!(null), &[("authorization", "Bearer u1")]).await;
-    assert_eq!(as_u1["data"]["me"]["topPosts"], json!([{ "pid": "p1" }, { "pid": "p3" }, { "pid": "p4" }]));
-    let unknown = lab.query_with(query, json!(null), &[("authorization", "Bearer nobody")]).await;
+    let as_u1 = lab
+        .query_with(query, json!(null), &[("authorization", "Bearer u1")])
+        .await;
+    assert_eq!(
+        as_u1["data"]["me"]["topPosts"],
+        json!([{ "pid": "p1" }, { "pid": "p3" }, { "pid": "p4" }])
+    );
+    let unknown = lab
+        .query_with(query, json!(null), &[("authorization", "Bearer nobody")])
+        .await;
     assert_eq!(unknown, json!({ "data": { "me": null } }));
 }
 
@@ -203,15 +316,39 @@ async fn authorization_picks_me_and_is_forwarded_to_the_subgraphs() {
 async fn a_subgraph_that_is_down_turns_only_its_fields_into_errors() {
     let lab = Lab::start().await;
     let user_addr = lab.user.addr;
-    let Lab { user, post, gateway, http } = lab;
+    let Lab {
+        user,
+        post,
+        gateway,
+        http,
+    } = lab;
     user.stop().await;
-    let lab = Lab { user: Server::start(axum::Router::new()).await, post, gateway, http };
-    let answer = lab.query("{ me { id } topPosts(count: 2) { pid author { id name } } }").await;
+    let lab = Lab {
+        user: Server::start(axum::Router::new()).await,
+        post,
+        gateway,
+        http,
+    };
+    let answer = lab
+        .query("{ me { id } topPosts(count: 2) { pid author { id name } } }")
+        .await;
     assert_eq!(answer["data"]["me"], json!(null));
     assert_eq!(answer["data"]["topPosts"][0]["pid"], "p1");
     let errors = answer["errors"].as_array().unwrap();
-    assert!(errors.iter().any(|e| e["path"] == json!(["me"]) && e["message"].as_str().unwrap().contains("subgraph user is unavailable")), "{answer}");
-    assert!(errors.iter().any(|e| e["path"] == json!(["topPosts", 0, "author", "name"])), "{answer}");
+    assert!(
+        errors.iter().any(|e| e["path"] == json!(["me"])
+            && e["message"]
+                .as_str()
+                .unwrap()
+                .contains("subgraph user is unavailable")),
+        "{answer}"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e["path"] == json!(["topPosts", 0, "author", "name"])),
+        "{answer}"
+    );
     // The subgraph comes back on the same address: the next request sees it.
     let back = Server::start_on(user_addr, common::user_router()).await;
     let answer = lab.query("{ me { id } }").await;
@@ -223,7 +360,9 @@ async fn a_subgraph_that_is_down_turns_only_its_fields_into_errors() {
 async fn subgraph_errors_come_back_with_their_paths() {
     let lab = Lab::start().await;
     // updateUser fails inside the users subgraph; the error keeps its path.
-    let answer = lab.query(r#"mutation { updatePostTitle(pid: "p404", title: "x") { pid } }"#).await;
+    let answer = lab
+        .query(r#"mutation { updatePostTitle(pid: "p404", title: "x") { pid } }"#)
+        .await;
     assert_eq!(answer["data"], json!({ "updatePostTitle": null }));
     assert_eq!(answer["errors"][0]["path"], json!(["updatePostTitle"]));
 }
@@ -232,11 +371,33 @@ async fn subgraph_errors_come_back_with_their_paths() {
 async fn metrics_report_requests_upstream_requests_and_latency() {
     let lab = Lab::start().await;
     lab.query(SEED).await;
-    let text = lab.http.get(format!("http://{}/metrics", lab.gateway.addr)).send().await.unwrap().text().await.unwrap();
+    let text = lab
+        .http
+        .get(format!("http://{}/metrics", lab.gateway.addr))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert_eq!(common::metric(&text, "gateway_requests_total"), Some(1.0));
-    assert!(text.contains("gateway_upstream_requests_total{subgraph=\"user\"} 1"), "{text}");
-    assert!(text.contains("gateway_upstream_requests_total{subgraph=\"post\"} 2"), "{text}");
-    assert_eq!(common::metric(&text, "gateway_request_duration_seconds_count"), Some(1.0));
-    let health = lab.http.get(format!("http://{}/health", lab.gateway.addr)).send().await.unwrap();
+    assert!(
+        text.contains("gateway_upstream_requests_total{subgraph=\"user\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("gateway_upstream_requests_total{subgraph=\"post\"} 2"),
+        "{text}"
+    );
+    assert_eq!(
+        common::metric(&text, "gateway_request_duration_seconds_count"),
+        Some(1.0)
+    );
+    let health = lab
+        .http
+        .get(format!("http://{}/health", lab.gateway.addr))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(health.status(), 200);
 }

@@ -14,34 +14,61 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn subgraph(name: &str, server: &Server) -> Subgraph {
-    Subgraph { name: name.into(), url: server.url() }
+    Subgraph {
+        name: name.into(),
+        url: server.url(),
+    }
 }
 
 #[tokio::test]
 async fn waits_for_subgraphs_that_start_late() {
     // Reserve a port, leave it closed, and start the subgraph there only later.
-    let port = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap();
+    let port = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let post = Server::start(common::post_router()).await;
     let cfg = config(vec![
-        Subgraph { name: "user".into(), url: format!("http://{port}/graphql") },
+        Subgraph {
+            name: "user".into(),
+            url: format!("http://{port}/graphql"),
+        },
         subgraph("post", &post),
     ]);
     let starting = tokio::spawn(async move { gateway::startup::build_app(&cfg).await });
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!starting.is_finished());
     let _user = Server::start_on(port, common::user_router()).await;
-    let app = tokio::time::timeout(Duration::from_secs(10), starting).await.unwrap().unwrap();
+    let app = tokio::time::timeout(Duration::from_secs(10), starting)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(app.is_ok(), "{:?}", app.err());
 }
 
 #[tokio::test]
 async fn gives_up_on_a_missing_subgraph_with_a_clear_message() {
-    let port = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap();
-    let mut cfg = config(vec![Subgraph { name: "user".into(), url: format!("http://{port}/graphql") }]);
+    let port = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut cfg = config(vec![Subgraph {
+        name: "user".into(),
+        url: format!("http://{port}/graphql"),
+    }]);
     cfg.startup.deadline = Duration::from_millis(300);
-    let err = gateway::startup::build_app(&cfg).await.err().expect("no subgraph, no gateway");
+    let err = gateway::startup::build_app(&cfg)
+        .await
+        .err()
+        .expect("no subgraph, no gateway");
     let text = format!("{err:#}");
-    assert!(text.contains("subgraph user at http://") && text.contains("did not answer `_service { sdl }`"), "{text}");
+    assert!(
+        text.contains("subgraph user at http://")
+            && text.contains("did not answer `_service { sdl }`"),
+        "{text}"
+    );
 }
 
 /// A subgraph that answers `_service { sdl }` with fixed SDL.
@@ -55,13 +82,25 @@ fn fixed_sdl(sdl: &'static str) -> axum::Router {
 #[tokio::test]
 async fn composition_failure_names_every_problem() {
     let user = Server::start(common::user_router()).await;
-    let rival = Server::start(fixed_sdl(r#"type Query { me: User } type User @key(fields: "id") { id: Int! }"#)).await;
+    let rival = Server::start(fixed_sdl(
+        r#"type Query { me: User } type User @key(fields: "id") { id: Int! }"#,
+    ))
+    .await;
     let cfg = config(vec![subgraph("user", &user), subgraph("rival", &rival)]);
-    let err = gateway::startup::build_app(&cfg).await.err().expect("composition must fail");
+    let err = gateway::startup::build_app(&cfg)
+        .await
+        .err()
+        .expect("composition must fail");
     let text = format!("{err:#}");
     assert!(text.contains("cannot compose the supergraph"), "{text}");
-    assert!(text.contains("Query.me is defined by several subgraphs (user, rival)"), "{text}");
-    assert!(text.contains("User.id has type Int! in subgraph rival"), "{text}");
+    assert!(
+        text.contains("Query.me is defined by several subgraphs (user, rival)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("User.id has type Int! in subgraph rival"),
+        "{text}"
+    );
 }
 
 /// A subgraph on raw TCP that serves the first request of each connection, then reads
@@ -74,12 +113,17 @@ async fn flaky_subgraph() -> (std::net::SocketAddr, Arc<AtomicUsize>) {
     let counter = served.clone();
     tokio::spawn(async move {
         loop {
-            let Ok((mut conn, _)) = listener.accept().await else { return };
+            let Ok((mut conn, _)) = listener.accept().await else {
+                return;
+            };
             let counter = counter.clone();
             tokio::spawn(async move {
-                let Some(request) = read_request(&mut conn).await else { return };
+                let Some(request) = read_request(&mut conn).await else {
+                    return;
+                };
                 let body = if request.contains("_service") {
-                    json!({ "data": { "_service": { "sdl": "type Query { hello: String }" } } }).to_string()
+                    json!({ "data": { "_service": { "sdl": "type Query { hello: String }" } } })
+                        .to_string()
                 } else {
                     json!({ "data": { "hello": "world" } }).to_string()
                 };
@@ -98,7 +142,10 @@ async fn read_request(conn: &mut tokio::net::TcpStream) -> Option<String> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
-        let n = tokio::time::timeout(Duration::from_secs(5), conn.read(&mut chunk)).await.ok()?.ok()?;
+        let n = tokio::time::timeout(Duration::from_secs(5), conn.read(&mut chunk))
+            .await
+            .ok()?
+            .ok()?;
         if n == 0 {
             return None;
         }
@@ -107,7 +154,11 @@ async fn read_request(conn: &mut tokio::net::TcpStream) -> Option<String> {
         if let Some(end) = text.find("\r\n\r\n") {
             let length: usize = text[..end]
                 .lines()
-                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse().unwrap_or(0))
+                })
                 .unwrap_or(0);
             if buf.len() >= end + 4 + length {
                 return Some(text);
@@ -119,16 +170,34 @@ async fn read_request(conn: &mut tokio::net::TcpStream) -> Option<String> {
 #[tokio::test]
 async fn a_reset_keep_alive_connection_is_retried_once_for_queries() {
     let (addr, served) = flaky_subgraph().await;
-    let cfg = config(vec![Subgraph { name: "flaky".into(), url: format!("http://{addr}/graphql") }]);
+    let cfg = config(vec![Subgraph {
+        name: "flaky".into(),
+        url: format!("http://{addr}/graphql"),
+    }]);
     let app = gateway::startup::build_app(&cfg).await.unwrap();
     let gateway = Server::start(gateway::http::router(app)).await;
     let http = reqwest::Client::new();
     for _ in 0..3 {
-        let r = http.post(gateway.url()).json(&json!({ "query": "{ hello }" })).send().await.unwrap();
+        let r = http
+            .post(gateway.url())
+            .json(&json!({ "query": "{ hello }" }))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.text().await.unwrap(), r#"{"data":{"hello":"world"}}"#);
     }
     // SDL + three queries were answered; queries 2 and 3 each met a reset first.
     assert_eq!(served.load(Ordering::SeqCst), 4);
-    let metrics = http.get(format!("http://{}/metrics", gateway.addr)).send().await.unwrap().text().await.unwrap();
-    assert!(metrics.contains("gateway_upstream_errors_total{subgraph=\"flaky\"} 2"), "{metrics}");
+    let metrics = http
+        .get(format!("http://{}/metrics", gateway.addr))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("gateway_upstream_errors_total{subgraph=\"flaky\"} 2"),
+        "{metrics}"
+    );
 }

@@ -44,7 +44,9 @@ impl Default for Posts {
 type Store = Arc<RwLock<Posts>>;
 
 fn posts<'a>(ctx: &Context<'a>) -> std::sync::RwLockReadGuard<'a, Posts> {
-    ctx.data_unchecked::<Store>().read().unwrap_or_else(|p| p.into_inner())
+    ctx.data_unchecked::<Store>()
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
 }
 
 /// A post; `author` is a reference to the users subgraph's `User`.
@@ -62,7 +64,9 @@ impl Post {
         Some(&self.0.content)
     }
     async fn author(&self) -> Option<User> {
-        Some(User { id: ID::from(self.0.author.as_str()) })
+        Some(User {
+            id: ID::from(self.0.author.as_str()),
+        })
     }
 }
 
@@ -79,7 +83,11 @@ impl User {
     async fn top_posts(&self, ctx: &Context<'_>, count: i32) -> Option<Vec<Option<Post>>> {
         let store = posts(ctx);
         let mine = store.0.iter().filter(|p| p.author == self.id.as_str());
-        Some(mine.take(count.max(0) as usize).map(|p| Some(Post(p.clone()))).collect())
+        Some(
+            mine.take(count.max(0) as usize)
+                .map(|p| Some(Post(p.clone())))
+                .collect(),
+        )
     }
 }
 
@@ -94,7 +102,14 @@ impl Query {
         #[graphql(default = 2)] count: Option<i32>,
     ) -> Option<Vec<Option<Post>>> {
         let count = count.unwrap_or(2).max(0) as usize;
-        Some(posts(ctx).0.iter().take(count).map(|p| Some(Post(p.clone()))).collect())
+        Some(
+            posts(ctx)
+                .0
+                .iter()
+                .take(count)
+                .map(|p| Some(Post(p.clone())))
+                .collect(),
+        )
     }
 
     /// One post, or null when there is none with that id.
@@ -114,7 +129,11 @@ impl Query {
 }
 
 fn find(ctx: &Context<'_>, pid: &str) -> Option<Post> {
-    posts(ctx).0.iter().find(|p| p.pid == pid).map(|p| Post(p.clone()))
+    posts(ctx)
+        .0
+        .iter()
+        .find(|p| p.pid == pid)
+        .map(|p| Post(p.clone()))
 }
 
 pub struct Mutation;
@@ -122,8 +141,16 @@ pub struct Mutation;
 #[Object]
 impl Mutation {
     /// Retitle a post; an unknown id is an error.
-    async fn update_post_title(&self, ctx: &Context<'_>, pid: ID, title: String) -> Result<Option<Post>> {
-        let mut store = ctx.data_unchecked::<Store>().write().unwrap_or_else(|p| p.into_inner());
+    async fn update_post_title(
+        &self,
+        ctx: &Context<'_>,
+        pid: ID,
+        title: String,
+    ) -> Result<Option<Post>> {
+        let mut store = ctx
+            .data_unchecked::<Store>()
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
         match store.0.iter_mut().find(|p| p.pid == pid.as_str()) {
             Some(post) => {
                 post.title = title;

@@ -38,7 +38,9 @@ pub struct Bearer(pub String);
 impl Bearer {
     fn from_headers(headers: &HeaderMap) -> Option<Bearer> {
         let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-        let token = value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer "))?;
+        let token = value
+            .strip_prefix("Bearer ")
+            .or_else(|| value.strip_prefix("bearer "))?;
         let token = token.trim();
         (!token.is_empty()).then(|| Bearer(token.to_string()))
     }
@@ -60,7 +62,12 @@ struct Host<E> {
 
 /// Build the router for a subgraph: `POST /graphql`, `GET /health`, `GET /metrics`.
 pub fn router<E: Executor>(service: &'static str, executor: E, delay: Duration) -> Router {
-    let host = Arc::new(Host { service, executor, delay, counters: Counters::default() });
+    let host = Arc::new(Host {
+        service,
+        executor,
+        delay,
+        counters: Counters::default(),
+    });
     Router::new()
         .route("/graphql", axum::routing::post(graphql::<E>))
         .route("/health", get(|| async { "ok" }))
@@ -101,7 +108,11 @@ async fn metrics<E: Executor>(State(host): State<Arc<Host<E>>>) -> impl IntoResp
         c.errors.load(Ordering::Relaxed),
         s = host.service,
     );
-    (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body)
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        body,
+    )
 }
 
 /// Serve `executor` as subgraph `service` until SIGINT/SIGTERM.
@@ -115,9 +126,14 @@ pub async fn run<E: Executor>(
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| anyhow::anyhow!("--listen {addr}: cannot bind: {e}"))?;
-    eprintln!("{service} listening on http://{}/graphql", listener.local_addr()?);
+    eprintln!(
+        "{service} listening on http://{}/graphql",
+        listener.local_addr()?
+    );
     let app = router(service, executor, Duration::from_millis(args.delay_ms));
-    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
     Ok(())
 }
 
@@ -156,13 +172,14 @@ pub async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => {
-                let _ = ctrl_c.await;
-                return;
-            }
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
         tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
     }
     #[cfg(not(unix))]

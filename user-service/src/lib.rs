@@ -32,7 +32,13 @@ impl Default for Users {
     fn default() -> Self {
         let mut by_id = BTreeMap::new();
         for (id, name) in [("u1", "John"), ("u2", "Jane")] {
-            by_id.insert(id.to_string(), User { id: ID::from(id), name: name.to_string() });
+            by_id.insert(
+                id.to_string(),
+                User {
+                    id: ID::from(id),
+                    name: name.to_string(),
+                },
+            );
         }
         Users { by_id, next_id: 3 }
     }
@@ -55,7 +61,10 @@ pub struct Query;
 impl Query {
     /// The caller: the user named by `authorization: Bearer <id>`, or `u1` without one.
     async fn me(&self, ctx: &Context<'_>) -> Option<User> {
-        let id = ctx.data_opt::<Bearer>().map(|b| b.0.as_str()).unwrap_or("u1");
+        let id = ctx
+            .data_opt::<Bearer>()
+            .map(|b| b.0.as_str())
+            .unwrap_or("u1");
         read(ctx, id)
     }
 
@@ -74,7 +83,10 @@ impl Mutation {
         let mut users = store(ctx).write().unwrap_or_else(|p| p.into_inner());
         let id = format!("u{}", users.next_id);
         users.next_id += 1;
-        let user = User { id: ID::from(id.clone()), name };
+        let user = User {
+            id: ID::from(id.clone()),
+            name,
+        };
         users.by_id.insert(id, user.clone());
         Some(user)
     }

@@ -32,7 +32,10 @@ impl Server {
             Duration::from_millis(500),
             std::future::pending(),
         ));
-        Server { addr, task: Some(task) }
+        Server {
+            addr,
+            task: Some(task),
+        }
     }
 
     pub fn url(&self) -> String {
@@ -67,7 +70,11 @@ pub fn post_router() -> Router {
 pub fn config(subgraphs: Vec<Subgraph>) -> GatewayConfig {
     GatewayConfig {
         subgraphs,
-        startup: Backoff { deadline: Duration::from_secs(10), first: Duration::from_millis(20), max: Duration::from_millis(200) },
+        startup: Backoff {
+            deadline: Duration::from_secs(10),
+            first: Duration::from_millis(20),
+            max: Duration::from_millis(200),
+        },
         upstream_timeout: Duration::from_secs(5),
         requests: RequestLimits {
             max_body_bytes: 1 << 20,
@@ -76,7 +83,10 @@ pub fn config(subgraphs: Vec<Subgraph>) -> GatewayConfig {
             header_read_timeout: Duration::from_millis(500),
             request_timeout: Duration::from_secs(10),
         },
-        documents: DocumentLimits { max_depth: 32, max_fields: 2000 },
+        documents: DocumentLimits {
+            max_depth: 32,
+            max_fields: 2000,
+        },
         profiling: true,
     }
 }
@@ -98,13 +108,26 @@ impl Lab {
         let user = Server::start(user_router()).await;
         let post = Server::start(post_router()).await;
         let mut cfg = config(vec![
-            Subgraph { name: "user".into(), url: user.url() },
-            Subgraph { name: "post".into(), url: post.url() },
+            Subgraph {
+                name: "user".into(),
+                url: user.url(),
+            },
+            Subgraph {
+                name: "post".into(),
+                url: post.url(),
+            },
         ]);
         tweak(&mut cfg);
-        let app = gateway::startup::build_app(&cfg).await.expect("gateway starts");
+        let app = gateway::startup::build_app(&cfg)
+            .await
+            .expect("gateway starts");
         let gateway = Server::start(gateway::http::router(app)).await;
-        Lab { user, post, gateway, http: reqwest::Client::new() }
+        Lab {
+            user,
+            post,
+            gateway,
+            http: reqwest::Client::new(),
+        }
     }
 
     /// POST a raw body with `Content-Type: application/json`; the status and body text.
@@ -125,8 +148,16 @@ impl Lab {
         self.query_with(query, Value::Null, &[]).await
     }
 
-    pub async fn query_with(&self, query: &str, variables: Value, headers: &[(&str, &str)]) -> Value {
-        let mut req = self.http.post(self.gateway.url()).json(&serde_json::json!({ "query": query, "variables": variables }));
+    pub async fn query_with(
+        &self,
+        query: &str,
+        variables: Value,
+        headers: &[(&str, &str)],
+    ) -> Value {
+        let mut req = self
+            .http
+            .post(self.gateway.url())
+            .json(&serde_json::json!({ "query": query, "variables": variables }));
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
@@ -137,11 +168,22 @@ impl Lab {
 
     /// `subgraph_requests_total` of (user-service, post-service).
     pub async fn subgraph_requests(&self) -> (u64, u64) {
-        (self.counter(&self.user, "subgraph_requests_total").await, self.counter(&self.post, "subgraph_requests_total").await)
+        (
+            self.counter(&self.user, "subgraph_requests_total").await,
+            self.counter(&self.post, "subgraph_requests_total").await,
+        )
     }
 
     pub async fn counter(&self, server: &Server, name: &str) -> u64 {
-        let text = self.http.get(format!("http://{}/metrics", server.addr)).send().await.unwrap().text().await.unwrap();
+        let text = self
+            .http
+            .get(format!("http://{}/metrics", server.addr))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
         metric(&text, name).unwrap_or_else(|| panic!("{name} missing from:\n{text}")) as u64
     }
 }
@@ -150,7 +192,9 @@ impl Lab {
 pub fn metric(text: &str, name: &str) -> Option<f64> {
     text.lines()
         .filter(|l| !l.starts_with('#'))
-        .find(|l| l.starts_with(name) && matches!(l.as_bytes().get(name.len()), Some(b' ') | Some(b'{')))
+        .find(|l| {
+            l.starts_with(name) && matches!(l.as_bytes().get(name.len()), Some(b' ') | Some(b'{'))
+        })
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse().ok())
 }
