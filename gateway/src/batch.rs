@@ -22,38 +22,52 @@ use tokio::sync::Notify;
 
 use crate::supergraph::SubgraphId;
 use crate::upstream::{
-    Fetch, FetchError, FetchKind, FetchRequest, UpstreamError, UpstreamResponse,
+    Fetch, FetchError, FetchKind, FetchRequest, PathItem, UpstreamError, UpstreamResponse,
 };
 
-/// The answer to one `_entities` request.
-#[derive(Debug)]
-pub struct EntityBatch {
-    pub response: Arc<UpstreamResponse>,
-}
-
-impl EntityBatch {
-    /// The entity at `index` in the representations sent, or null.
-    pub fn entity(&self, index: usize) -> Option<&ConstValue> {
-        match &self.response.data {
-            Some(ConstValue::Object(data)) => match data.get("_entities") {
-                Some(ConstValue::List(items)) => items.get(index),
-                _ => None,
-            },
-            _ => None,
+/// Split an `_entities` response into one response per representation: the entity as
+/// `data`, and its errors with paths relative to it (`["_entities", i, …]` → `[…]`;
+/// errors without a path go to every entity).
+pub fn split_entities(response: &UpstreamResponse, count: usize) -> Vec<Arc<UpstreamResponse>> {
+    let mut entities = match &response.data {
+        Some(ConstValue::Object(data)) => match data.get("_entities") {
+            Some(ConstValue::List(items)) => items.clone(),
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
+    entities.resize(count, ConstValue::Null);
+    let mut split: Vec<UpstreamResponse> = entities
+        .into_iter()
+        .map(|data| UpstreamResponse {
+            data: Some(data),
+            errors: Vec::new(),
+        })
+        .collect();
+    for error in &response.errors {
+        match error.path.as_slice() {
+            [PathItem::Key(k), PathItem::Index(i), rest @ ..] if k == "_entities" => {
+                if let Some(entity) = split.get_mut(*i) {
+                    entity.errors.push(UpstreamError {
+                        message: error.message.clone(),
+                        path: rest.to_vec(),
+                    });
+                }
+            }
+            _ => {
+                for entity in &mut split {
+                    entity.errors.push(UpstreamError {
+                        message: error.message.clone(),
+                        path: Vec::new(),
+                    });
+                }
+            }
         }
     }
-
-    /// Errors the subgraph reported for the entity at `index`.
-    pub fn errors_for(&self, index: usize) -> impl Iterator<Item = &UpstreamError> {
-        use crate::upstream::PathItem;
-        self.response.errors.iter().filter(move |e| {
-            matches!(e.path.as_slice(), [PathItem::Key(k), PathItem::Index(i), ..] if k == "_entities" && *i == index)
-                || e.path.is_empty()
-        })
-    }
+    split.into_iter().map(Arc::new).collect()
 }
 
-type Outcome = Result<Arc<EntityBatch>, FetchError>;
+type Outcome = Result<Arc<Vec<Arc<UpstreamResponse>>>, FetchError>;
 
 enum Phase {
     Open,
@@ -109,7 +123,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl EntityBatcher {
     /// Resolve one entity: `representation` of `type_name`, asking `subgraph` for
-    /// `selection` (`... on T { … }`). Returns the batch answer and this entity's index.
+    /// `selection` (`... on T { … }`). Returns this entity's share of the batch answer.
     pub async fn load(
         &self,
         fetch: &dyn Fetch,
@@ -118,7 +132,7 @@ impl EntityBatcher {
         selection: &Arc<str>,
         representation: ConstValue,
         authorization: Option<&HeaderValue>,
-    ) -> Result<(Arc<EntityBatch>, usize), FetchError> {
+    ) -> Result<Arc<UpstreamResponse>, FetchError> {
         let (batch, index, leader) = self.join(subgraph, type_name, selection, representation);
         if leader {
             let mut guard = SenderGuard {
@@ -136,7 +150,9 @@ impl EntityBatcher {
             let take_over = {
                 let mut state = lock(&batch.state);
                 match &state.phase {
-                    Phase::Done(outcome) => return outcome.clone().map(|b| (b, index)),
+                    Phase::Done(outcome) => {
+                        return outcome.clone().map(|entities| entities[index].clone());
+                    }
                     Phase::Abandoned => {
                         state.phase = Phase::Open;
                         true
@@ -221,6 +237,7 @@ impl EntityBatcher {
             "query($representations:[_Any!]!){{_entities(representations:$representations){{{}}}}}",
             batch.selection
         );
+        let count = representations.len();
         let variables = serde_json::json!({ "representations": representations });
         let request = FetchRequest {
             subgraph: batch.subgraph,
@@ -234,7 +251,7 @@ impl EntityBatcher {
         let outcome = fetch
             .fetch(request)
             .await
-            .map(|response| Arc::new(EntityBatch { response }));
+            .map(|response| Arc::new(split_entities(&response, count)));
         lock(&batch.state).phase = Phase::Done(outcome);
         batch.changed.notify_waiters();
     }

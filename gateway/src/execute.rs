@@ -23,12 +23,13 @@ use async_graphql::dynamic::{
 use async_graphql::{PathSegment, ServerError};
 use async_graphql_parser::types::{BaseType, Type};
 use async_graphql_value::ConstValue;
-use reqwest::header::HeaderValue;
+use reqwest::header::{HeaderMap, HeaderValue};
 
 use crate::batch::EntityBatcher;
+use crate::caching::{CallKey, ResolverCache};
 use crate::plan::{ObjectPlan, Planner};
 use crate::supergraph::{base_name, FieldDef, Kind, SubgraphId, Supergraph, KEY_ALIAS_PREFIX};
-use crate::upstream::{Fetch, FetchKind, FetchRequest, PathItem, UpstreamError};
+use crate::upstream::{Fetch, FetchKind, FetchRequest, PathItem, UpstreamError, UpstreamResponse};
 
 /// Limits the schema enforces on every document.
 #[derive(Debug, Clone)]
@@ -49,12 +50,15 @@ pub struct Node {
 #[derive(Default)]
 pub struct RequestScope {
     pub authorization: Option<HeaderValue>,
+    /// The request's headers, for cache policies that key by them.
+    pub headers: HeaderMap,
     pub batcher: EntityBatcher,
 }
 
 struct Engine {
     supergraph: Arc<Supergraph>,
     fetch: Arc<dyn Fetch>,
+    cache: Option<Arc<ResolverCache>>,
 }
 
 /// Where a field sits in the supergraph, resolved once when the schema is built.
@@ -78,11 +82,13 @@ type ResolveResult<'a> = async_graphql::Result<Option<FieldValue<'a>>>;
 pub fn build_schema(
     supergraph: Arc<Supergraph>,
     fetch: Arc<dyn Fetch>,
+    cache: Option<Arc<ResolverCache>>,
     limits: &DocumentLimits,
 ) -> Result<dynamic::Schema, dynamic::SchemaError> {
     let engine = Arc::new(Engine {
         supergraph: supergraph.clone(),
         fetch,
+        cache,
     });
     let mut builder = dynamic::Schema::build(
         &supergraph.query_type,
@@ -225,32 +231,64 @@ impl Engine {
         let parent_type = site.namespace.split('.').next().unwrap_or_default();
         let mut query = String::with_capacity(128);
         query.push_str(if root.mutation { "mutation{" } else { "{" });
-        planner.render_field(&mut query, root.owner, parent_type, field);
+        let selection_start = planner.render_field(&mut query, root.owner, parent_type, field);
         query.push('}');
         let scope = ctx.ctx.data_unchecked::<Arc<RequestScope>>();
-        let request = FetchRequest {
-            subgraph: root.owner,
-            kind: FetchKind::Root {
-                namespace: &site.namespace,
-                mutation: root.mutation,
-            },
-            query,
-            variables: None,
-            authorization: scope.authorization.as_ref(),
-        };
-        let response = self.fetch.fetch(request).await.map_err(gateway_error)?;
-        let key = response_key(field);
-        for error in &response.errors {
-            let rest = match error.path.split_first() {
-                Some((PathItem::Key(k), rest)) if k == key => rest,
-                _ => &[],
-            };
-            report(&ctx, error, rest);
+        let response = match &self.cache {
+            Some(cache) if !root.mutation => {
+                let args: serde_json::Map<String, serde_json::Value> = ctx
+                    .args
+                    .as_index_map()
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.clone().into_json().unwrap_or_default()))
+                    .collect();
+                let call = CallKey {
+                    parent: None,
+                    args: Some(&args),
+                    selection: &query[selection_start..],
+                    headers: &scope.headers,
+                };
+                let fetch = self.fetch.clone();
+                let namespace = site.namespace.clone();
+                let authorization = scope.authorization.clone();
+                let owned_query = query.clone();
+                cache
+                    .get_or_fetch(&site.namespace, call, move || async move {
+                        let request = FetchRequest {
+                            subgraph: root.owner,
+                            kind: FetchKind::Root {
+                                namespace: &namespace,
+                                mutation: false,
+                            },
+                            query: owned_query,
+                            variables: None,
+                            authorization: authorization.as_ref(),
+                        };
+                        fetch.fetch(request).await
+                    })
+                    .await
+            }
+            _ => {
+                let request = FetchRequest {
+                    subgraph: root.owner,
+                    kind: FetchKind::Root {
+                        namespace: &site.namespace,
+                        mutation: root.mutation,
+                    },
+                    query,
+                    variables: None,
+                    authorization: scope.authorization.as_ref(),
+                };
+                self.fetch.fetch(request).await
+            }
         }
-        let value = match &response.data {
-            Some(ConstValue::Object(data)) => data.get(key).cloned().unwrap_or(ConstValue::Null),
-            _ => ConstValue::Null,
-        };
+        .map_err(gateway_error)?;
+        if root.mutation {
+            if let Some(cache) = &self.cache {
+                cache.after_mutation(&site.namespace, &response).await;
+            }
+        }
+        let value = deliver(&ctx, &response, response_key(field));
         self.wrap(&planner, self.field_def(site), field, value, root.owner)
     }
 
@@ -284,32 +322,50 @@ impl Engine {
             ))
         })?;
         let scope = ctx.ctx.data_unchecked::<Arc<RequestScope>>();
-        let (batch, index) = scope
-            .batcher
-            .load(
-                &*self.fetch,
-                owner,
-                &node.plan.type_name,
-                &fetch.selection,
-                representation,
-                scope.authorization.as_ref(),
-            )
-            .await
-            .map_err(gateway_error)?;
-        for error in batch.errors_for(index) {
-            // Paths look like ["_entities", index, responseKey, …].
-            match error.path.get(2..) {
-                Some([PathItem::Key(k), rest @ ..]) if k == key => report(&ctx, error, rest),
-                Some([]) | None => report(&ctx, error, &[]),
-                Some(_) => {} // another field of this entity reports it
+        let entity = match &self.cache {
+            Some(cache) => {
+                let parent = representation.to_string();
+                let call = CallKey {
+                    parent: Some(&parent),
+                    args: None,
+                    selection: &fetch.selection,
+                    headers: &scope.headers,
+                };
+                let (scope, fetcher) = (scope.clone(), self.fetch.clone());
+                let (type_name, selection) = (node.plan.type_name.clone(), fetch.selection.clone());
+                cache
+                    .get_or_fetch(&fetch.namespace, call, move || async move {
+                        let authorization = scope.authorization.as_ref();
+                        scope
+                            .batcher
+                            .load(
+                                &*fetcher,
+                                owner,
+                                &type_name,
+                                &selection,
+                                representation,
+                                authorization,
+                            )
+                            .await
+                    })
+                    .await
+            }
+            None => {
+                scope
+                    .batcher
+                    .load(
+                        &*self.fetch,
+                        owner,
+                        &node.plan.type_name,
+                        &fetch.selection,
+                        representation,
+                        scope.authorization.as_ref(),
+                    )
+                    .await
             }
         }
-        let value = match batch.entity(index) {
-            Some(ConstValue::Object(entity)) => {
-                entity.get(key).cloned().unwrap_or(ConstValue::Null)
-            }
-            _ => ConstValue::Null,
-        };
+        .map_err(gateway_error)?;
+        let value = deliver(&ctx, &entity, key);
         self.wrap(&planner, def, field, value, owner)
     }
 
@@ -380,6 +436,24 @@ fn representation(node: &Node, key: &[String]) -> Result<ConstValue, String> {
         }
     }
     Ok(ConstValue::Object(rep))
+}
+
+/// This field's value in a subgraph response whose `data` is the parent object, after
+/// reporting the errors that concern the field. Error paths in `response` are
+/// relative to the parent: `[responseKey, …]` belongs to this field, a path-less
+/// error to every field, any other path to a sibling (which reports it).
+fn deliver(ctx: &ResolverContext<'_>, response: &UpstreamResponse, key: &str) -> ConstValue {
+    for error in &response.errors {
+        match error.path.split_first() {
+            Some((PathItem::Key(k), rest)) if k == key => report(ctx, error, rest),
+            None => report(ctx, error, &[]),
+            Some(_) => {}
+        }
+    }
+    match &response.data {
+        Some(ConstValue::Object(data)) => data.get(key).cloned().unwrap_or(ConstValue::Null),
+        _ => ConstValue::Null,
+    }
 }
 
 /// Report a subgraph error at this field's path followed by `rest`.

@@ -406,6 +406,7 @@ async fn execute(
     }
     let scope = RequestScope {
         authorization: headers.get(header::AUTHORIZATION).cloned(),
+        headers: headers.clone(),
         ..Default::default()
     };
     let mut gql = async_graphql::Request::new(request.query)

@@ -7,12 +7,14 @@
 //! execute     async-graphql dynamic schema over the composed SDL; resolvers fetch
 //! plan        what each subgraph is asked for; keys at hand need no trip
 //! batch       one _entities request per subgraph and selection per level
-//! upstream    the Fetch seam (a cache wraps it) and the subgraph HTTP clients
+//! caching     resolver calls through cache-core: dedupe, TTL, references
+//! upstream    the Fetch seam and the subgraph HTTP clients
 //! ```
 //!
 //! [`supergraph`] composes the subgraphs' SDL at start-up; [`startup`] fetches it.
 
 pub mod batch;
+pub mod caching;
 pub mod execute;
 pub mod http;
 pub mod metrics;

@@ -47,6 +47,26 @@ struct Cli {
     /// Serve GET /debug/profile?seconds=N&hz=H: CPU samples as collapsed stacks (for flamegraphs).
     #[arg(long)]
     profiling: bool,
+    /// Cache every resolver that fetches from a subgraph, keeping results this many
+    /// seconds (0: keep nothing, only deduplicate concurrent identical calls).
+    /// Without --ttl and --policy there is no cache layer at all.
+    #[arg(long, value_name = "SECONDS")]
+    ttl: Option<f64>,
+    /// Serve entries this many seconds past their ttl while one refresh runs.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
+    stale: f64,
+    /// TOML overrides per Type.field (ttl, stale, skip, key, references, invalidate, storage).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<std::path::PathBuf>,
+    /// Where cache entries live.
+    #[arg(long, default_value = "memory")]
+    storage: String,
+    /// Most entries the memory store keeps.
+    #[arg(long, default_value_t = 100_000)]
+    cache_max_entries: u64,
+    /// Log a hits/misses/dedupes table every this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    cache_report_interval: Option<f64>,
 }
 
 fn parse_subgraph(s: &str) -> Result<Subgraph, String> {
@@ -72,6 +92,39 @@ impl Cli {
         if names.windows(2).any(|w| w[0] == w[1]) {
             return Err("--subgraph: each subgraph name may appear once".into());
         }
+        let seconds = |flag: &str, v: f64| {
+            if v.is_finite() && v >= 0.0 {
+                Ok(Duration::from_secs_f64(v))
+            } else {
+                Err(format!("{flag} must be a non-negative number of seconds"))
+            }
+        };
+        if self.storage != "memory" {
+            return Err(format!(
+                "--storage {}: only \"memory\" is available in this build",
+                self.storage
+            ));
+        }
+        let cache = if self.ttl.is_some() || self.policy.is_some() {
+            let policies = match &self.policy {
+                Some(path) => gateway::caching::PolicyFile::load(path)?,
+                None => Default::default(),
+            };
+            let report_interval = match self.cache_report_interval {
+                Some(v) if v > 0.0 => Some(seconds("--cache-report-interval", v)?),
+                Some(_) => return Err("--cache-report-interval must be positive".into()),
+                None => None,
+            };
+            Some(gateway::caching::CacheSettings {
+                ttl: seconds("--ttl", self.ttl.unwrap_or(0.0))?,
+                stale: seconds("--stale", self.stale)?,
+                max_entries: self.cache_max_entries,
+                report_interval,
+                policies,
+            })
+        } else {
+            None
+        };
         if self.max_depth == 0 || self.max_fields == 0 || self.max_body_bytes == 0 {
             return Err("--max-depth, --max-fields and --max-body-bytes must be positive".into());
         }
@@ -95,6 +148,7 @@ impl Cli {
                 max_fields: self.max_fields,
             },
             profiling: self.profiling,
+            cache,
         })
     }
 }

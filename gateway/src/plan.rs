@@ -41,6 +41,8 @@ pub struct ObjectPlan {
 /// One `_entities` fetch: the owner to ask, the key it accepts and the selection to send.
 #[derive(Debug)]
 pub struct EntityFetch {
+    /// `Type.field` (or `Type.a+b` when one fetch covers several fields): the cache namespace.
+    pub namespace: Arc<str>,
     pub subgraph: SubgraphId,
     pub key: Vec<String>,
     /// `... on T { … }`, the selection inside `_entities(representations: $r)`.
@@ -170,8 +172,15 @@ impl<'a> Planner<'a> {
         self.doc.collect_fields(Some(ty), set, out)
     }
 
-    /// Append `alias: name(args) { … }` for subgraph `s`, where `field` belongs to `parent_ty`.
-    pub fn render_field(&self, out: &mut String, s: SubgraphId, parent_ty: &str, field: &Field) {
+    /// Append `alias: name(args) { … }` for subgraph `s`, where `field` belongs to
+    /// `parent_ty`. Returns where the sub-selection (`{ … }`) starts in `out`.
+    pub fn render_field(
+        &self,
+        out: &mut String,
+        s: SubgraphId,
+        parent_ty: &str,
+        field: &Field,
+    ) -> usize {
         let name = field.name.node.as_str();
         if let Some(alias) = &field.alias {
             if alias.node != field.name.node {
@@ -189,8 +198,9 @@ impl<'a> Planner<'a> {
             }
             out.push(')');
         }
+        let selection_start = out.len();
         let Some(def) = self.supergraph.field(parent_ty, name) else {
-            return;
+            return selection_start;
         };
         let ty = base_name(&def.ty);
         if self.supergraph.is_composite(ty) {
@@ -198,6 +208,7 @@ impl<'a> Planner<'a> {
             self.render_selection(out, s, ty, &field.selection_set.node);
             out.push('}');
         }
+        selection_start
     }
 
     /// Append what subgraph `s` can answer of `set` on type `ty`, plus the keys that
@@ -227,15 +238,12 @@ impl<'a> Planner<'a> {
                 }
             }
         }
-        let mut written: Vec<&str> = Vec::new();
-        for owner in key_owners {
-            for key in object.key_for(owner).unwrap_or_default() {
-                if !written.contains(&key.as_str()) {
-                    written.push(key);
-                    let _ = write!(out, " {KEY_ALIAS_PREFIX}{key}:{key}");
-                }
-            }
+        // The keys other subgraphs need for the rest, and this object's own identity
+        // (its `__typename` and `s`'s key), from which cache entries take references.
+        if object.key_for(s).is_some() {
+            key_owners.push(s);
         }
+        render_keys(out, object, &key_owners);
         if out.len() == start {
             // Only `__typename` (answered by the gateway) was asked for: a selection
             // may not be empty, so ask for something free.
@@ -271,20 +279,47 @@ impl<'a> Planner<'a> {
         }
         for (owner, fields) in by_owner {
             let mut selection = format!("...on {ty}{{");
+            let mut namespace = format!("{ty}.");
+            for (i, field) in fields.iter().enumerate() {
+                if i > 0 {
+                    namespace.push('+');
+                }
+                namespace.push_str(field.name.node.as_str());
+            }
             for (i, field) in fields.into_iter().enumerate() {
                 if i > 0 {
                     selection.push(' ');
                 }
                 self.render_field(&mut selection, owner, ty, field);
             }
+            render_keys(&mut selection, object, &[owner]);
             selection.push('}');
             let key = object.key_for(owner).unwrap_or_default().to_vec();
             plan.fetches.push(EntityFetch {
+                namespace: namespace.into(),
                 subgraph: owner,
                 key,
                 selection: selection.into(),
             });
         }
         Arc::new(plan)
+    }
+}
+
+/// Append ` __typename` and, under reserved aliases, the key fields that `owners`
+/// accept for `object` (each once).
+fn render_keys(out: &mut String, object: &crate::supergraph::ObjectDef, owners: &[SubgraphId]) {
+    if owners.is_empty() {
+        return;
+    }
+    out.push_str(" __typename");
+    let mut written: Vec<&str> = Vec::new();
+    for &owner in owners {
+        for key in object.key_for(owner).unwrap_or_default() {
+            if !written.contains(&key.as_str()) {
+                written.push(key);
+                let _ = write!(out, " {KEY_ALIAS_PREFIX}{key}:{key}");
+            }
+        }
     }
 }

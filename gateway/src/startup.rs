@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context as _};
 
+use crate::caching::{CacheSettings, ResolverCache};
 use crate::execute::{build_schema, DocumentLimits};
 use crate::http::{App, RequestLimits};
 use crate::metrics::Metrics;
@@ -33,6 +34,8 @@ pub struct GatewayConfig {
     pub documents: DocumentLimits,
     /// Serve `GET /debug/profile` for flamegraphs.
     pub profiling: bool,
+    /// Resolver caching; `None` is the baseline with no cache layer at all.
+    pub cache: Option<CacheSettings>,
 }
 
 /// Ask `url` for `_service { sdl }` until it answers or `backoff.deadline` passes.
@@ -97,7 +100,19 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
         metrics.clone(),
     )?;
     let fetch: Arc<dyn Fetch> = Arc::new(clients);
-    let schema = build_schema(supergraph.clone(), fetch, &config.documents)
+    let cache = config
+        .cache
+        .clone()
+        .map(|settings| Arc::new(ResolverCache::new(settings)));
+    if let Some(cache) = &cache {
+        let cache = Arc::downgrade(cache);
+        metrics.add_section(move |out| {
+            if let Some(cache) = cache.upgrade() {
+                out.push_str(&cache.prometheus());
+            }
+        });
+    }
+    let schema = build_schema(supergraph.clone(), fetch, cache, &config.documents)
         .context("building the public schema")?;
     Ok(Arc::new(App {
         schema,

@@ -64,7 +64,23 @@ pub fn user_router() -> Router {
 }
 
 pub fn post_router() -> Router {
-    subgraph_host::router("post", post_service::schema(), Duration::ZERO)
+    post_router_delayed(Duration::ZERO)
+}
+
+/// A posts subgraph that holds every response `delay` (its `--delay-ms`).
+pub fn post_router_delayed(delay: Duration) -> Router {
+    subgraph_host::router("post", post_service::schema(), delay)
+}
+
+/// Cache settings: `ttl` seconds, no stale window, no policies.
+pub fn cache(ttl: f64) -> Option<gateway::caching::CacheSettings> {
+    Some(gateway::caching::CacheSettings {
+        ttl: Duration::from_secs_f64(ttl),
+        stale: Duration::ZERO,
+        max_entries: 10_000,
+        report_interval: None,
+        policies: Default::default(),
+    })
 }
 
 pub fn config(subgraphs: Vec<Subgraph>) -> GatewayConfig {
@@ -88,6 +104,7 @@ pub fn config(subgraphs: Vec<Subgraph>) -> GatewayConfig {
             max_fields: 2000,
         },
         profiling: true,
+        cache: None,
     }
 }
 
@@ -105,8 +122,16 @@ impl Lab {
     }
 
     pub async fn start_with(tweak: impl FnOnce(&mut GatewayConfig)) -> Lab {
+        Lab::start_delayed(Duration::ZERO, tweak).await
+    }
+
+    /// With post-service holding every response `post_delay`.
+    pub async fn start_delayed(
+        post_delay: Duration,
+        tweak: impl FnOnce(&mut GatewayConfig),
+    ) -> Lab {
         let user = Server::start(user_router()).await;
-        let post = Server::start(post_router()).await;
+        let post = Server::start(post_router_delayed(post_delay)).await;
         let mut cfg = config(vec![
             Subgraph {
                 name: "user".into(),

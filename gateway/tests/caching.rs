@@ -1,0 +1,242 @@
+//! Resolver caching through HTTP: deduplication at TTL 0, hits at TTL 10, invalidation
+//! by the entities a mutation returns, per-user safety, errors never stored.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{cache, Lab, Server};
+use serde_json::json;
+
+const SEED: &str = "query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }";
+
+async fn delta<F: std::future::Future>(lab: &Lab, run: F) -> (F::Output, (u64, u64)) {
+    let before = lab.subgraph_requests().await;
+    let out = run.await;
+    let after = lab.subgraph_requests().await;
+    (out, (after.0 - before.0, after.1 - before.1))
+}
+
+#[tokio::test]
+async fn ttl_zero_deduplicates_concurrent_identical_calls_and_keeps_nothing() {
+    // posts answers after 100 ms, so 40 simultaneous seed queries overlap.
+    let lab = Lab::start_delayed(Duration::from_millis(100), |c| c.cache = cache(0.0)).await;
+    let (answers, (users, posts)) = delta(&lab, async {
+        futures::future::join_all((0..40).map(|_| lab.query(SEED))).await
+    })
+    .await;
+    for a in &answers {
+        assert_eq!(a["data"]["me"]["topPosts"][1]["pid"], "p3");
+    }
+    // Without the cache this costs 40 users and 80 posts requests.
+    assert!(users < 20 && posts < 40, "users {users}, posts {posts}");
+    let text = lab
+        .http
+        .get(format!("http://{}/metrics", lab.gateway.addr))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let dedupes: f64 = text
+        .lines()
+        .filter(|l| l.starts_with("gateway_cache_dedupes_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert!(dedupes >= 20.0, "dedupes {dedupes}\n{text}");
+    // Nothing is kept: the same query later goes upstream again.
+    let (_, (users, posts)) = delta(&lab, lab.query(SEED)).await;
+    assert_eq!((users, posts), (1, 2));
+}
+
+#[tokio::test]
+async fn ttl_ten_answers_repeats_without_the_subgraphs() {
+    let lab = Lab::start_with(|c| c.cache = cache(10.0)).await;
+    let (first, cost) = delta(&lab, lab.query(SEED)).await;
+    assert_eq!(cost, (1, 2));
+    let (second, cost) = delta(&lab, lab.query(SEED)).await;
+    assert_eq!(cost, (0, 0));
+    assert_eq!(first, second);
+    // A different selection is a different entry.
+    let (_, cost) = delta(&lab, lab.query("{ me { id } }")).await;
+    assert_eq!(cost, (1, 0));
+    let text = lab
+        .http
+        .get(format!("http://{}/metrics", lab.gateway.addr))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains("gateway_cache_hits_total{namespace=\"Query.me\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("gateway_cache_misses_total{namespace=\"Query.me\"} 2"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn entity_batches_send_only_the_misses() {
+    let lab = Lab::start_with(|c| c.cache = cache(10.0)).await;
+    // Caches User.name for u1 (from p1's author).
+    lab.query("{ getPost(pid: \"p1\") { author { name } } }")
+        .await;
+    let (answer, (users, _)) = delta(
+        &lab,
+        lab.query("{ topPosts(count: 4) { author { name } } }"),
+    )
+    .await;
+    assert_eq!(answer["data"]["topPosts"][1]["author"]["name"], "Jane");
+    assert_eq!(users, 1, "one _entities call, for the miss (u2) only");
+    let (_, (users, posts)) = delta(
+        &lab,
+        lab.query("{ topPosts(count: 4) { author { name } } }"),
+    )
+    .await;
+    assert_eq!((users, posts), (0, 0));
+}
+
+#[tokio::test]
+async fn a_mutation_invalidates_every_entry_that_included_its_entities() {
+    let lab = Lab::start_with(|c| c.cache = cache(10.0)).await;
+    let reads = r#"{ getPost(pid: "p1") { title } topPosts(count: 2) { title } me { topPosts(count: 1) { title } } }"#;
+    let before = lab.query(reads).await;
+    assert_eq!(before["data"]["getPost"]["title"], "Post 1");
+    let (_, cost) = delta(&lab, lab.query(reads)).await;
+    assert_eq!(cost, (0, 0), "all cached");
+    lab.query(r#"mutation { updatePostTitle(pid: "p1", title: "Fresh") { pid } }"#)
+        .await;
+    let (after, (_, posts)) = delta(&lab, lab.query(reads)).await;
+    assert_eq!(after["data"]["getPost"]["title"], "Fresh");
+    assert_eq!(after["data"]["topPosts"][0]["title"], "Fresh");
+    assert_eq!(after["data"]["me"]["topPosts"][0]["title"], "Fresh");
+    assert!(
+        posts >= 3,
+        "getPost, topPosts and User.topPosts refetched ({posts})"
+    );
+    // An entry that never included p1 is untouched.
+    lab.query(r#"{ getPost(pid: "p2") { title } }"#).await;
+    lab.query(r#"mutation { updatePostTitle(pid: "p1", title: "Again") { pid } }"#)
+        .await;
+    let (_, cost) = delta(&lab, lab.query(r#"{ getPost(pid: "p2") { title } }"#)).await;
+    assert_eq!(cost, (0, 0));
+    // User entities: renaming u1 refreshes `me`.
+    lab.query("{ me { name } }").await;
+    lab.query(r#"mutation { updateUser(id: "u1", name: "Johnny") { id } }"#)
+        .await;
+    assert_eq!(
+        lab.query("{ me { name } }").await["data"]["me"]["name"],
+        "Johnny"
+    );
+}
+
+#[tokio::test]
+async fn requests_with_authorization_skip_the_cache_and_never_see_another_user() {
+    let lab = Lab::start_with(|c| c.cache = cache(10.0)).await;
+    let me = "{ me { id name } }";
+    for _ in 0..2 {
+        for (header, id) in [
+            (Some("Bearer u1"), "u1"),
+            (Some("Bearer u2"), "u2"),
+            (None, "u1"),
+        ] {
+            let headers: Vec<(&str, &str)> =
+                header.map(|h| ("authorization", h)).into_iter().collect();
+            let answer = lab.query_with(me, json!(null), &headers).await;
+            assert_eq!(answer["data"]["me"]["id"], id, "{header:?}");
+        }
+    }
+    let text = lab
+        .http
+        .get(format!("http://{}/metrics", lab.gateway.addr))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains("gateway_cache_skips_total{namespace=\"Query.me\"} 4"),
+        "{text}"
+    );
+    assert!(
+        text.contains("gateway_cache_hits_total{namespace=\"Query.me\"} 1"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_policy_can_key_by_the_caller_instead() {
+    let dir = std::env::temp_dir().join(format!("gw-policy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("policy.toml");
+    std::fs::write(
+        &path,
+        "[policy.\"Query.me\"]\nkey = { headers = [\"authorization\"] }\n",
+    )
+    .unwrap();
+    let policies = gateway::caching::PolicyFile::load(&path).unwrap();
+    let lab = Lab::start_with(|c| {
+        let mut settings = cache(10.0).unwrap();
+        settings.policies = policies;
+        c.cache = Some(settings);
+    })
+    .await;
+    let me = "{ me { id } }";
+    for _ in 0..2 {
+        for (header, id) in [("Bearer u1", "u1"), ("Bearer u2", "u2")] {
+            let answer = lab
+                .query_with(me, json!(null), &[("authorization", header)])
+                .await;
+            assert_eq!(answer["data"]["me"]["id"], id);
+        }
+        assert_eq!(lab.query(me).await["data"]["me"]["id"], "u1");
+    }
+    let text = lab
+        .http
+        .get(format!("http://{}/metrics", lab.gateway.addr))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains("gateway_cache_hits_total{namespace=\"Query.me\"} 3"),
+        "{text}"
+    );
+    assert!(
+        text.contains("gateway_cache_misses_total{namespace=\"Query.me\"} 3"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn errors_are_never_cached_and_a_subgraph_that_returns_is_seen_at_once() {
+    let lab = Lab::start_with(|c| c.cache = cache(10.0)).await;
+    let user_addr = lab.user.addr;
+    let Lab {
+        user,
+        post,
+        gateway,
+        http,
+    } = lab;
+    user.stop().await;
+    let lab = Lab {
+        user: Server::start(axum::Router::new()).await,
+        post,
+        gateway,
+        http,
+    };
+    let down = lab.query("{ me { id } }").await;
+    assert_eq!(down["data"]["me"], json!(null));
+    let _back = Server::start_on(user_addr, common::user_router()).await;
+    let up = lab.query("{ me { id } }").await;
+    assert_eq!(up, json!({ "data": { "me": { "id": "u1" } } }));
+}
