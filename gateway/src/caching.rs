@@ -376,3 +376,57 @@ pub fn collect_references(value: &ConstValue, out: &mut Vec<String>) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_policy_file_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("policy.example.toml");
+        let file = PolicyFile::load(&path).unwrap();
+        assert_eq!(file.policy["Query.me"].key.headers, ["authorization"]);
+        assert_eq!(file.policy["Query.topPosts"].stale, Some(5.0));
+        assert_eq!(file.policy["Mutation.createUser"].invalidate, ["Feed:top"]);
+    }
+
+    #[test]
+    fn bad_policy_files_name_the_problem() {
+        let dir = std::env::temp_dir().join(format!("gw-policy-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (text, needle) in [
+            ("[policy.me]\nttl = 1\n", "must name a Type.field"),
+            (
+                "[policy.\"Query.me\"]\nttl = -1\n",
+                "ttl must be a non-negative number",
+            ),
+            (
+                "[policy.\"Query.me\"]\nstorage = \"redis\"\n",
+                "only \"memory\"",
+            ),
+            ("[policy.\"Query.me\"]\nttl_seconds = 1\n", "unknown field"),
+            ("not toml [", "--policy"),
+        ] {
+            let path = dir.join("p.toml");
+            std::fs::write(&path, text).unwrap();
+            let err = PolicyFile::load(&path).unwrap_err();
+            assert!(err.contains(needle), "{text:?}: {err}");
+        }
+        assert!(PolicyFile::load(&dir.join("missing.toml"))
+            .unwrap_err()
+            .contains("--policy"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn references_come_from_typename_and_keys() {
+        let data: ConstValue = serde_json::from_str::<serde_json::Value>(
+            r#"{"me":{"name":"John","__typename":"User","_gw_k_id":"u1","topPosts":[{"pid":"p1","__typename":"Post","_gw_k_pid":"p1"}]}}"#,
+        )
+        .map(|v| ConstValue::from_json(v).unwrap())
+        .unwrap();
+        let mut refs = Vec::new();
+        collect_references(&data, &mut refs);
+        assert_eq!(refs, ["User:u1", "Post:p1"]);
+    }
+}

@@ -158,7 +158,7 @@ async fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "gateway=info".into()),
+                .unwrap_or_else(|_| "gateway=info,cache_core=info".into()),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -240,3 +240,46 @@ async fn errors_are_never_cached_and_a_subgraph_that_returns_is_seen_at_once() {
     let up = lab.query("{ me { id } }").await;
     assert_eq!(up, json!({ "data": { "me": { "id": "u1" } } }));
 }
+
+#[tokio::test]
+async fn stale_entries_are_served_at_once_while_one_refresh_runs() {
+    let lab = Lab::start_with(|c| {
+        let mut settings = cache(0.2).unwrap();
+        settings.stale = Duration::from_secs(10);
+        c.cache = Some(settings);
+    })
+    .await;
+    let query = "{ topPosts(count: 1) { pid } }";
+    let (_, cost) = delta(&lab, lab.query(query)).await;
+    assert_eq!(cost, (0, 1));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Expired but within the stale window: five reads, answered from the stale entry.
+    let answers = futures::future::join_all((0..5).map(|_| lab.query(query))).await;
+    assert!(answers
+        .iter()
+        .all(|a| a["data"]["topPosts"][0]["pid"] == "p1"));
+    // Exactly one background refresh reached post-service.
+    let mut refreshed = 0;
+    for _ in 0..50 {
+        refreshed = lab.subgraph_requests().await.1;
+        if refreshed >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // 1 SDL read at start, 1 first fetch, 1 refresh.
+    assert_eq!(refreshed, 3);
+    let text = lab
+        .http
+        .get(format!("http://{}/metrics", lab.gateway.addr))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains("gateway_cache_stale_total{namespace=\"Query.topPosts\"} 5"),
+        "{text}"
+    );
+}
