@@ -28,7 +28,9 @@ fn bench_hit(c: &mut Criterion) {
     let rt = runtime();
     let cache: Cache<Arc<Value>> = Cache::builder().ttl(Duration::from_secs(3600)).build();
     let ns = cache.namespace("Query.user");
-    let key = CacheKey::builder("Query.user").args(&json!({"id": "u1"})).finish();
+    let key = CacheKey::builder("Query.user")
+        .args(&json!({"id": "u1"}))
+        .finish();
     let user = Arc::new(json!({"id": "u1", "name": "Ada", "email": "ada@example.com"}));
     rt.block_on(async {
         let user = Arc::clone(&user);
@@ -50,7 +52,9 @@ fn bench_ttl_zero(c: &mut Criterion) {
     let rt = runtime();
     let cache: Cache<Arc<Value>> = Cache::builder().build();
     let ns = cache.namespace("Query.user");
-    let key = CacheKey::builder("Query.user").args(&json!({"id": "u1"})).finish();
+    let key = CacheKey::builder("Query.user")
+        .args(&json!({"id": "u1"}))
+        .finish();
     let user = Arc::new(json!({"id": "u1"}));
     c.bench_function("ttl0_uncontended", |b| {
         b.to_async(&rt).iter(|| {
@@ -65,14 +69,21 @@ fn bench_dedupe(c: &mut Criterion) {
     let rt = runtime();
     let cache: Cache<Arc<Value>> = Cache::builder().build();
     let ns = cache.namespace("Query.user");
-    let key = CacheKey::builder("Query.user").args(&json!({"id": "u1"})).finish();
+    let key = CacheKey::builder("Query.user")
+        .args(&json!({"id": "u1"}))
+        .finish();
     let user = Arc::new(json!({"id": "u1"}));
     let fetches = Arc::new(AtomicU64::new(0));
     let mut group = c.benchmark_group("dedupe");
     group.throughput(Throughput::Elements(WAITERS));
     group.bench_function("100_waiters_one_fetch", |b| {
         b.to_async(&rt).iter_custom(|iters| {
-            let (cache, ns, user, fetches) = (cache.clone(), ns.clone(), Arc::clone(&user), Arc::clone(&fetches));
+            let (cache, ns, user, fetches) = (
+                cache.clone(),
+                ns.clone(),
+                Arc::clone(&user),
+                Arc::clone(&fetches),
+            );
             async move {
                 let before = fetches.load(Ordering::Relaxed);
                 let start = Instant::now();
@@ -90,7 +101,11 @@ fn bench_dedupe(c: &mut Criterion) {
                 }
                 let elapsed = start.elapsed();
                 // Not a timing claim: checks that the bench measured what it says.
-                assert_eq!(fetches.load(Ordering::Relaxed) - before, iters, "one fetch per 100 callers");
+                assert_eq!(
+                    fetches.load(Ordering::Relaxed) - before,
+                    iters,
+                    "one fetch per 100 callers"
+                );
                 elapsed
             }
         })

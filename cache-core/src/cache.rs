@@ -52,7 +52,7 @@ use crate::inflight::{Claim, Flight, InFlight, LeaderGuard, Outcome};
 use crate::key::CacheKey;
 use crate::namespace::Namespace;
 use crate::policy::{Fetched, Policy};
-use crate::references::{Invalidation, IntoPatterns, Reference, ReferencePattern};
+use crate::references::{IntoPatterns, Invalidation, Reference, ReferencePattern};
 use crate::stats::{Counter, Counters, ReportError, ReportTask, StatsRegistry, StatsSnapshot};
 use crate::storage::{
     deadline_after, Entry, EvictionCause, MemoryStorage, MemoryStorageBuilder, Removals, Storage,
@@ -144,7 +144,11 @@ impl<V: Clone + Send + Sync + 'static> CacheBuilder<V> {
     /// Use a memory storage bounded to `max` bytes as weighed by `weigher`
     /// (see [`MemoryStorageBuilder::max_bytes`]). Replaces any storage given
     /// before.
-    pub fn max_bytes(mut self, max: u64, weigher: impl Fn(&V) -> u32 + Send + Sync + 'static) -> Self {
+    pub fn max_bytes(
+        mut self,
+        max: u64,
+        weigher: impl Fn(&V) -> u32 + Send + Sync + 'static,
+    ) -> Self {
         self.storage = StorageChoice::Memory(MemoryStorage::builder().max_bytes(max, weigher));
         self
     }
@@ -334,7 +338,11 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
 
     /// Runs `fetch` without the cache (no lookup, no dedupe, no store),
     /// counting a skip: for calls the caller knows must not be cached.
-    pub async fn bypass<F, Fut, T, E>(&self, namespace: &Namespace<V>, fetch: F) -> Result<V, CacheError>
+    pub async fn bypass<F, Fut, T, E>(
+        &self,
+        namespace: &Namespace<V>,
+        fetch: F,
+    ) -> Result<V, CacheError>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
@@ -494,7 +502,8 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                 let task_namespace = namespace.clone();
                 let task_flight = Arc::clone(&flight);
                 runtime.spawn(async move {
-                    let _ = run_flight(&task_inner, &task_namespace, key, &task_flight, fetch).await;
+                    let _ =
+                        run_flight(&task_inner, &task_namespace, key, &task_flight, fetch).await;
                 });
                 return match self.wait(&flight, namespace.counters()).await {
                     Waited::Done(result) => result,
@@ -516,7 +525,9 @@ impl<V: Clone + Send + Sync + 'static> Inner<V> {
     }
 
     fn recover(&self, context: &StrategyContext<'_>, error: &FetchError) -> Option<Fetched<V>> {
-        self.strategies.iter().find_map(|s| s.recover(context, error))
+        self.strategies
+            .iter()
+            .find_map(|s| s.recover(context, error))
     }
 
     fn count_removals(&self, removals: &Removals) -> u64 {
@@ -539,7 +550,9 @@ impl<V: Clone + Send + Sync + 'static> Inner<V> {
         if !policy.may_store() {
             return false;
         }
-        let mut ttl = fetched.ttl.unwrap_or_else(|| policy.ttl.resolve(&fetched.value));
+        let mut ttl = fetched
+            .ttl
+            .unwrap_or_else(|| policy.ttl.resolve(&fetched.value));
         let mut stale = fetched
             .stale
             .unwrap_or_else(|| policy.stale.resolve(&fetched.value));
@@ -578,7 +591,11 @@ impl<V: Clone + Send + Sync + 'static> Inner<V> {
             references,
             namespace: Arc::clone(namespace.shared_name()),
         };
-        match self.storage.set(context.key, entry, ttl.saturating_add(stale)).await {
+        match self
+            .storage
+            .set(context.key, entry, ttl.saturating_add(stale))
+            .await
+        {
             Ok(()) => true,
             Err(error) => {
                 namespace.counters().incr(Counter::StorageErrors);
@@ -628,7 +645,10 @@ where
     Ok(fetched.value)
 }
 
-async fn fetch_directly<V, F, Fut, T, E>(namespace: &Namespace<V>, fetch: F) -> Result<V, CacheError>
+async fn fetch_directly<V, F, Fut, T, E>(
+    namespace: &Namespace<V>,
+    fetch: F,
+) -> Result<V, CacheError>
 where
     F: FnOnce() -> Fut,
     Fut: Future<Output = Result<T, E>>,

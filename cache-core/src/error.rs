@@ -39,7 +39,8 @@ impl CacheError {
 
     /// The fetch's error as the type the fetch returned, if it was an `E`.
     pub fn downcast_ref<E: StdError + 'static>(&self) -> Option<&E> {
-        self.fetch_error().and_then(|error| error.downcast_ref::<E>())
+        self.fetch_error()
+            .and_then(|error| error.downcast_ref::<E>())
     }
 }
 

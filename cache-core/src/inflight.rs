@@ -200,7 +200,10 @@ impl<V: Clone> InFlight<V> {
     fn retire(&self, key: CacheKey, flight: &Arc<Flight<V>>, stored: bool) {
         let shard = self.shard(key);
         let mut flights = shard.flights.lock();
-        if flights.get(&key).is_some_and(|current| Arc::ptr_eq(current, flight)) {
+        if flights
+            .get(&key)
+            .is_some_and(|current| Arc::ptr_eq(current, flight))
+        {
             flights.remove(&key);
         }
         if stored {

@@ -234,6 +234,10 @@ impl KeyHasher {
     #[inline]
     fn put_len(&mut self, mut n: usize) {
         // LEB128: one byte for lengths under 128.
+        if n < 0x80 {
+            self.put_byte(n as u8);
+            return;
+        }
         let mut tmp = [0u8; 10];
         let mut i = 0;
         loop {
@@ -416,7 +420,9 @@ impl KeyHasher {
     }
 }
 
-fn is_sorted_by_key<'a, P: ?Sized + 'a>(mut entries: impl Iterator<Item = (&'a str, &'a P)>) -> bool {
+fn is_sorted_by_key<'a, P: ?Sized + 'a>(
+    mut entries: impl Iterator<Item = (&'a str, &'a P)>,
+) -> bool {
     let Some((mut previous, _)) = entries.next() else {
         return true;
     };

@@ -200,8 +200,12 @@ impl<V> Fetched<V> {
     }
 
     /// Adds references (e.g. `["User:u1"]`).
-    pub fn references<R: Into<Reference>>(mut self, references: impl IntoIterator<Item = R>) -> Self {
-        self.references.extend(references.into_iter().map(Into::into));
+    pub fn references<R: Into<Reference>>(
+        mut self,
+        references: impl IntoIterator<Item = R>,
+    ) -> Self {
+        self.references
+            .extend(references.into_iter().map(Into::into));
         self
     }
 

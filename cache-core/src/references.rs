@@ -11,7 +11,7 @@
 //! it there, so removing an old entry that was replaced never unindexes its
 //! successor.
 //!
-//! [`Invalidation`] is what an invalidation leaves on the fetches in flight
+//! `Invalidation` (internal) is what an invalidation leaves on the fetches in flight
 //! when it runs: the race check in the cache reads it before storing a
 //! fetched value (see the `cache` module).
 
@@ -158,31 +158,41 @@ impl IntoPatterns for ReferencePattern {
 
 impl<S: AsRef<str>> IntoPatterns for &[S] {
     fn into_patterns(self) -> Vec<ReferencePattern> {
-        self.iter().map(|s| ReferencePattern::parse(s.as_ref())).collect()
+        self.iter()
+            .map(|s| ReferencePattern::parse(s.as_ref()))
+            .collect()
     }
 }
 
 impl<S: AsRef<str>, const N: usize> IntoPatterns for [S; N] {
     fn into_patterns(self) -> Vec<ReferencePattern> {
-        self.iter().map(|s| ReferencePattern::parse(s.as_ref())).collect()
+        self.iter()
+            .map(|s| ReferencePattern::parse(s.as_ref()))
+            .collect()
     }
 }
 
 impl<S: AsRef<str>, const N: usize> IntoPatterns for &[S; N] {
     fn into_patterns(self) -> Vec<ReferencePattern> {
-        self.iter().map(|s| ReferencePattern::parse(s.as_ref())).collect()
+        self.iter()
+            .map(|s| ReferencePattern::parse(s.as_ref()))
+            .collect()
     }
 }
 
 impl<S: AsRef<str>> IntoPatterns for Vec<S> {
     fn into_patterns(self) -> Vec<ReferencePattern> {
-        self.iter().map(|s| ReferencePattern::parse(s.as_ref())).collect()
+        self.iter()
+            .map(|s| ReferencePattern::parse(s.as_ref()))
+            .collect()
     }
 }
 
 impl<S: AsRef<str>> IntoPatterns for &Vec<S> {
     fn into_patterns(self) -> Vec<ReferencePattern> {
-        self.iter().map(|s| ReferencePattern::parse(s.as_ref())).collect()
+        self.iter()
+            .map(|s| ReferencePattern::parse(s.as_ref()))
+            .collect()
     }
 }
 

@@ -175,7 +175,7 @@ impl StatsRegistry {
 }
 
 /// The counters of one namespace at one moment.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct NamespaceStats {
     /// The namespace, e.g. `Query.user`.
     pub namespace: String,
@@ -272,7 +272,8 @@ impl NamespaceStats {
 }
 
 /// Every namespace's counters at one moment, sorted by namespace.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Serializes to JSON as `{"namespaces": [{"namespace": ..., "hits": ...}]}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct StatsSnapshot {
     /// One entry per namespace.
     pub namespaces: Vec<NamespaceStats>,

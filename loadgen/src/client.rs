@@ -7,8 +7,9 @@
 //! instead of vanishing (coordinated omission, corrected the way wrk2 does it).
 //!
 //! A connection that fails (transport error, timeout) is dropped and reopened before the
-//! next request. The connection's I/O runs in the same task as its requests. Each connection writes to its thread's [`Recorder`] through a
-//! `RefCell`: all connections of a thread run on one single-threaded runtime.
+//! next request. The connection's I/O runs in the same task as its requests. Each
+//! connection writes to its thread's [`Recorder`] through a `RefCell`: all connections
+//! of a thread run on one single-threaded runtime.
 
 use std::cell::RefCell;
 use std::future::{poll_fn, Future};

@@ -5,7 +5,6 @@
 //! the load settings, so new gateway flags need no change here. Loading checks every
 //! rule up front and names the file, the configuration and the key at fault.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -356,15 +355,6 @@ impl Experiment {
             profile,
             configs,
         })
-    }
-
-    /// Extra arguments of every service of a configuration, by service name.
-    pub fn service_args(config: &ConfigSpec) -> BTreeMap<&'static str, &[String]> {
-        BTreeMap::from([
-            ("gateway", config.gateway_args.as_slice()),
-            ("user-service", config.user_service_args.as_slice()),
-            ("post-service", config.post_service_args.as_slice()),
-        ])
     }
 }
 

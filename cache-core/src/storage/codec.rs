@@ -18,7 +18,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::{
-    deadline_after, Entry, EvictionObserver, Removals, Storage, StorageFuture, StorageResult, Stored,
+    deadline_after, Entry, EvictionObserver, Removals, Storage, StorageFuture, StorageResult,
+    Stored,
 };
 use crate::error::StorageError;
 use crate::key::CacheKey;
@@ -112,7 +113,12 @@ where
         })
     }
 
-    fn set(&self, key: CacheKey, entry: Entry<V>, ttl: Duration) -> StorageFuture<'_, StorageResult<()>> {
+    fn set(
+        &self,
+        key: CacheKey,
+        entry: Entry<V>,
+        ttl: Duration,
+    ) -> StorageFuture<'_, StorageResult<()>> {
         let bytes = match self.codec.encode(&entry.value) {
             Ok(bytes) => bytes,
             Err(error) => return StorageFuture::ready(Err(error)),
@@ -183,7 +189,8 @@ impl Envelope {
             }
             namespace = &namespace[..end];
         }
-        let mut out = BytesMut::with_capacity(ENVELOPE_HEADER + namespace.len() + entry.value.len());
+        let mut out =
+            BytesMut::with_capacity(ENVELOPE_HEADER + namespace.len() + entry.value.len());
         out.put_u8(ENVELOPE_VERSION);
         out.put_u64_le(to_unix_millis(entry.fresh_until));
         out.put_u64_le(to_unix_millis(entry.stale_until));
@@ -200,7 +207,10 @@ impl Envelope {
             return Err(StorageError::codec("envelope too short"));
         }
         if bytes[0] != ENVELOPE_VERSION {
-            return Err(StorageError::codec(format!("unknown envelope version {}", bytes[0])));
+            return Err(StorageError::codec(format!(
+                "unknown envelope version {}",
+                bytes[0]
+            )));
         }
         let word = |at: usize| {
             let mut raw = [0u8; 8];

@@ -30,8 +30,7 @@ use moka::Expiry;
 use parking_lot::RwLock;
 
 use super::{
-    Entry, EvictionCause, EvictionObserver, Removals, Storage, StorageFuture, StorageResult,
-    Stored,
+    Entry, EvictionCause, EvictionObserver, Removals, Storage, StorageFuture, StorageResult, Stored,
 };
 use crate::key::{CacheKey, PrehashedKeys};
 use crate::references::{Reference, ReferenceIndex, ReferencePattern};
@@ -97,7 +96,11 @@ impl<V: Clone + Send + Sync + 'static> MemoryStorageBuilder<V> {
     /// Keep at most `max` bytes, weighing each entry as `weigher(value)`
     /// plus the entry's own bookkeeping (its struct, key and references).
     /// moka's internal per-entry overhead is not counted.
-    pub fn max_bytes(mut self, max: u64, weigher: impl Fn(&V) -> u32 + Send + Sync + 'static) -> Self {
+    pub fn max_bytes(
+        mut self,
+        max: u64,
+        weigher: impl Fn(&V) -> u32 + Send + Sync + 'static,
+    ) -> Self {
         self.bound = Bound::Bytes(max, Arc::new(weigher));
         self
     }
@@ -109,7 +112,9 @@ impl<V: Clone + Send + Sync + 'static> MemoryStorageBuilder<V> {
         let builder = MokaCache::builder()
             .expire_after(RetainUntilStale)
             .eviction_listener(move |key: Arc<CacheKey>, entry: Arc<MemEntry<V>>, cause| {
-                listener_shared.index.remove(*key, entry.id, &entry.references);
+                listener_shared
+                    .index
+                    .remove(*key, entry.id, &entry.references);
                 let cause = match cause {
                     RemovalCause::Size => EvictionCause::Size,
                     RemovalCause::Expired => EvictionCause::Expired,
@@ -251,7 +256,12 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for MemoryStorage<V> {
         StorageFuture::ready(Ok(found))
     }
 
-    fn set(&self, key: CacheKey, entry: Entry<V>, ttl: Duration) -> StorageFuture<'_, StorageResult<()>> {
+    fn set(
+        &self,
+        key: CacheKey,
+        entry: Entry<V>,
+        ttl: Duration,
+    ) -> StorageFuture<'_, StorageResult<()>> {
         // moka expires the entry at `stale_until`; `ttl` says the same thing.
         let _ = ttl;
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);

@@ -31,7 +31,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 pub use codec::{Codec, Encoded, Envelope, JsonCodec};
-pub use memory::{MemoryStorage, MemoryStorageBuilder};
+pub use memory::{MemoryStorage, MemoryStorageBuilder, DEFAULT_MAX_ENTRIES};
 
 use crate::error::StorageError;
 use crate::key::CacheKey;
@@ -212,7 +212,12 @@ pub trait Storage<V: Send + 'static>: Send + Sync + 'static {
 
     /// Keeps `entry` under `key` for `ttl` (its ttl plus stale window),
     /// replacing any entry there, and indexes its references.
-    fn set(&self, key: CacheKey, entry: Entry<V>, ttl: Duration) -> StorageFuture<'_, StorageResult<()>>;
+    fn set(
+        &self,
+        key: CacheKey,
+        entry: Entry<V>,
+        ttl: Duration,
+    ) -> StorageFuture<'_, StorageResult<()>>;
 
     /// Drops the entry under `key`.
     fn delete(&self, key: CacheKey) -> StorageFuture<'_, StorageResult<Removals>>;
@@ -251,7 +256,12 @@ impl<V: Send + 'static, S: Storage<V> + ?Sized> Storage<V> for Arc<S> {
         (**self).get_many(keys)
     }
 
-    fn set(&self, key: CacheKey, entry: Entry<V>, ttl: Duration) -> StorageFuture<'_, StorageResult<()>> {
+    fn set(
+        &self,
+        key: CacheKey,
+        entry: Entry<V>,
+        ttl: Duration,
+    ) -> StorageFuture<'_, StorageResult<()>> {
         (**self).set(key, entry, ttl)
     }
 

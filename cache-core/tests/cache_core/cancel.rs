@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use cache_core::{Cache, CacheError, CacheKey};
 
-use crate::support::{callers_registered, eventually, stats_of, Calls, Valve};
+use crate::support::{callers_registered, eventually, stats_of, within, Calls, Valve};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_leader_mid_fetch_a_follower_takes_over() {
@@ -45,13 +45,26 @@ async fn cancel_leader_mid_fetch_a_follower_takes_over() {
     assert_eq!(follower_calls.get(), 0, "followers wait on the leader");
 
     leader.abort();
-    assert!(leader.await.expect_err("aborted").is_cancelled());
+    assert!(within("the caller", leader)
+        .await
+        .expect_err("aborted")
+        .is_cancelled());
 
     for follower in followers {
-        assert_eq!(follower.await.expect("task").expect("value"), 7);
+        assert_eq!(
+            within("the caller", follower)
+                .await
+                .expect("task")
+                .expect("value"),
+            7
+        );
     }
     assert_eq!(follower_calls.get(), 1, "exactly one follower took over");
-    assert_eq!(cache.peek(key).await, Some(7), "the new leader stored its value");
+    assert_eq!(
+        cache.peek(key).await,
+        Some(7),
+        "the new leader stored its value"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -82,11 +95,21 @@ async fn cancel_leader_detached_fetch_finishes_for_followers() {
     callers_registered(&cache, "Query.user", 6).await;
 
     leader.abort();
-    assert!(leader.await.expect_err("aborted").is_cancelled());
+    assert!(within("the caller", leader)
+        .await
+        .expect_err("aborted")
+        .is_cancelled());
     valve.open();
 
     for follower in followers {
-        assert_eq!(follower.await.expect("task").expect("value"), 1, "the leader's fetch answered");
+        assert_eq!(
+            within("the caller", follower)
+                .await
+                .expect("task")
+                .expect("value"),
+            1,
+            "the leader's fetch answered"
+        );
     }
     assert_eq!(calls.get(), 1, "no follower had to fetch");
     assert_eq!(cache.peek(key).await, Some(1));
@@ -150,9 +173,19 @@ async fn cancel_wait_timeout_lets_followers_give_up() {
     let follower = cache
         .get_or_fetch(key, &ns, || async { Ok::<_, Infallible>(2u32) })
         .await;
-    assert!(matches!(follower, Err(CacheError::Timeout(_))), "{follower:?}");
+    assert!(
+        matches!(follower, Err(CacheError::Timeout(_))),
+        "{follower:?}"
+    );
     valve.open();
-    assert_eq!(leader.await.expect("task").expect("leader value"), 1, "the fetch went on");
+    assert_eq!(
+        within("the caller", leader)
+            .await
+            .expect("task")
+            .expect("leader value"),
+        1,
+        "the fetch went on"
+    );
     let stats = stats_of(&cache, "Query.slow");
     assert_eq!((stats.timeouts, stats.dedupes), (1, 1));
 }

@@ -11,7 +11,7 @@ use cache_core::storage::{
 use cache_core::{Cache, CacheKey, KeyParts, Policy, ReferencePattern};
 use serde_json::json;
 
-use crate::support::{callers_registered, stats_of, Calls, Valve};
+use crate::support::{callers_registered, stats_of, within, Calls, Valve};
 
 async fn hundred_callers(cache: &Cache<u64>, namespace: &str) -> (Calls, Vec<u64>) {
     let ns = cache.namespace(namespace);
@@ -35,7 +35,12 @@ async fn hundred_callers(cache: &Cache<u64>, namespace: &str) -> (Calls, Vec<u64
     valve.open();
     let mut values = Vec::new();
     for task in tasks {
-        values.push(task.await.expect("task").expect("value"));
+        values.push(
+            within("the caller", task)
+                .await
+                .expect("task")
+                .expect("value"),
+        );
     }
     (calls, values)
 }
@@ -61,7 +66,10 @@ async fn dedupe_with_ttl_stores_once_then_hits() {
         .get_or_fetch(key, &ns, || async { Ok::<_, Infallible>(7u64) })
         .await
         .expect("value");
-    assert_eq!(again, 42, "the stored value answers, the fetch does not run");
+    assert_eq!(
+        again, 42,
+        "the stored value answers, the fetch does not run"
+    );
     assert_eq!(stats_of(&cache, "Query.user").hits, 1);
 }
 
@@ -117,7 +125,12 @@ impl Storage<u64> for CountingStorage {
         self.inner.get(key)
     }
 
-    fn set(&self, key: CacheKey, entry: Entry<u64>, ttl: Duration) -> StorageFuture<'_, StorageResult<()>> {
+    fn set(
+        &self,
+        key: CacheKey,
+        entry: Entry<u64>,
+        ttl: Duration,
+    ) -> StorageFuture<'_, StorageResult<()>> {
         self.touches.fetch_add(1, Ordering::SeqCst);
         self.inner.set(key, entry, ttl)
     }
@@ -126,7 +139,10 @@ impl Storage<u64> for CountingStorage {
         self.inner.delete(key)
     }
 
-    fn invalidate<'a>(&'a self, patterns: &'a [ReferencePattern]) -> StorageFuture<'a, StorageResult<Removals>> {
+    fn invalidate<'a>(
+        &'a self,
+        patterns: &'a [ReferencePattern],
+    ) -> StorageFuture<'a, StorageResult<Removals>> {
         self.inner.invalidate(patterns)
     }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use cache_core::{Cache, CacheError, CacheKey};
 
-use crate::support::{callers_registered, stats_of, Boom, Calls, Valve};
+use crate::support::{callers_registered, stats_of, within, Boom, Calls, Valve};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn error_reaches_every_waiter_and_is_not_stored() {
@@ -30,7 +30,10 @@ async fn error_reaches_every_waiter_and_is_not_stored() {
     callers_registered(&cache, "Query.user", 10).await;
     valve.open();
     for task in tasks {
-        let error = task.await.expect("task").expect_err("every waiter sees the error");
+        let error = within("the caller", task)
+            .await
+            .expect("task")
+            .expect_err("every waiter sees the error");
         assert!(matches!(error, CacheError::Fetch(_)));
         assert_eq!(error.downcast_ref::<Boom>(), Some(&Boom("subgraph down")));
     }

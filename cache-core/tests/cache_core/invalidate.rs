@@ -8,7 +8,7 @@ use cache_core::storage::{MemoryStorage, Storage};
 use cache_core::{Cache, CacheKey, Fetched, Namespace};
 use tokio::task::JoinHandle;
 
-use crate::support::{eventually, stats_of, Calls, Valve};
+use crate::support::{eventually, stats_of, within, Calls, Valve};
 
 fn cache() -> Cache<&'static str> {
     Cache::builder().ttl(Duration::from_secs(60)).build()
@@ -62,7 +62,11 @@ async fn race(pattern: &'static str, references: &'static [&'static str]) -> Opt
     // The mutation lands and is invalidated while the fetch is in flight.
     cache.invalidate(pattern).await.expect("invalidate");
     valve.open();
-    assert_eq!(fetch.await.expect("task"), "old", "the racing caller still gets its value");
+    assert_eq!(
+        within("the caller", fetch).await.expect("task"),
+        "old",
+        "the racing caller still gets its value"
+    );
     cache.peek(key).await
 }
 
@@ -96,10 +100,14 @@ async fn invalidate_race_later_callers_do_not_join_the_older_fetch() {
     let new = held_fetch(&cache, &ns, key, "new", &["User:u1"], &new_valve, &calls);
     eventually("the new fetch started", || calls.get() == 2).await;
     new_valve.open();
-    assert_eq!(new.await.expect("task"), "new");
+    assert_eq!(within("the caller", new).await.expect("task"), "new");
     old_valve.open();
-    assert_eq!(old.await.expect("task"), "old");
-    assert_eq!(cache.peek(key).await, Some("new"), "the older fetch did not overwrite");
+    assert_eq!(within("the caller", old).await.expect("task"), "old");
+    assert_eq!(
+        cache.peek(key).await,
+        Some("new"),
+        "the older fetch did not overwrite"
+    );
 }
 
 #[tokio::test]
@@ -126,7 +134,9 @@ async fn invalidate_exact_reference_drops_every_entry_that_carries_it() {
 async fn invalidate_wildcard_drops_by_prefix() {
     let cache = cache();
     let ns = cache.namespace("Query.thing");
-    let keys: Vec<CacheKey> = (0..4).map(|i| CacheKey::builder("Query.thing").args(&i).finish()).collect();
+    let keys: Vec<CacheKey> = (0..4)
+        .map(|i| CacheKey::builder("Query.thing").args(&i).finish())
+        .collect();
     store(&cache, &ns, keys[0], "u1", &["User:u1"]).await;
     store(&cache, &ns, keys[1], "u2", &["User:u2"]).await;
     store(&cache, &ns, keys[2], "p1", &["Post:p1"]).await;
@@ -136,7 +146,11 @@ async fn invalidate_wildcard_drops_by_prefix() {
     assert_eq!(cache.peek(keys[0]).await, None);
     assert_eq!(cache.peek(keys[1]).await, None);
     assert_eq!(cache.peek(keys[2]).await, Some("p1"));
-    assert_eq!(cache.peek(keys[3]).await, Some("users"), "`User:*` does not match `Users:`");
+    assert_eq!(
+        cache.peek(keys[3]).await,
+        Some("users"),
+        "`User:*` does not match `Users:`"
+    );
 
     // The next call fetches again.
     let calls = Calls::default();
@@ -181,8 +195,15 @@ async fn invalidate_replaced_entry_stays_indexed() {
     assert_eq!(storage_value(&storage, key).await, None);
 }
 
-async fn storage_value(storage: &MemoryStorage<&'static str>, key: CacheKey) -> Option<&'static str> {
-    storage.get(key).await.expect("memory reads never fail").map(|stored| stored.value)
+async fn storage_value(
+    storage: &MemoryStorage<&'static str>,
+    key: CacheKey,
+) -> Option<&'static str> {
+    storage
+        .get(key)
+        .await
+        .expect("memory reads never fail")
+        .map(|stored| stored.value)
 }
 
 #[tokio::test]
@@ -208,7 +229,7 @@ async fn invalidate_race_clear_blocks_a_fetch_in_flight() {
     eventually("the fetch started", || calls.get() == 1).await;
     cache.clear().await.expect("clear");
     valve.open();
-    assert_eq!(fetch.await.expect("task"), "old");
+    assert_eq!(within("the caller", fetch).await.expect("task"), "old");
     assert_eq!(cache.peek(key).await, None);
 }
 

@@ -44,15 +44,25 @@ struct Shuffled<'a> {
 impl KeyPart for Shuffled<'_> {
     fn feed(&self, hasher: &mut KeyHasher) {
         match self.value {
-            Value::Array(items) => hasher.write_seq(items.iter().enumerate().map(|(i, v)| Shuffled {
-                value: v,
-                seed: mix(self.seed, i as u64),
-            })),
+            Value::Array(items) => {
+                hasher.write_seq(items.iter().enumerate().map(|(i, v)| Shuffled {
+                    value: v,
+                    seed: mix(self.seed, i as u64),
+                }))
+            }
             Value::Object(map) => {
                 let mut entries: Vec<(&str, Shuffled<'_>)> = map
                     .iter()
                     .enumerate()
-                    .map(|(i, (k, v))| (k.as_str(), Shuffled { value: v, seed: mix(self.seed, i as u64) }))
+                    .map(|(i, (k, v))| {
+                        (
+                            k.as_str(),
+                            Shuffled {
+                                value: v,
+                                seed: mix(self.seed, i as u64),
+                            },
+                        )
+                    })
                     .collect();
                 // Fisher-Yates with a fixed-seed generator.
                 let mut state = self.seed | 1;
@@ -68,7 +78,9 @@ impl KeyPart for Shuffled<'_> {
 }
 
 fn mix(a: u64, b: u64) -> u64 {
-    (a ^ b.wrapping_mul(0x9E37_79B9_7F4A_7C15)).rotate_left(31).wrapping_mul(0xBF58_476D_1CE4_E5B9)
+    (a ^ b.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .rotate_left(31)
+        .wrapping_mul(0xBF58_476D_1CE4_E5B9)
 }
 
 /// Rebuilds a value inserting each object's keys in reverse order.
@@ -142,7 +154,11 @@ fn keys_tag_types_and_boundaries() {
             assert_eq!(previous, value, "{previous} and {value} share a key");
         }
     }
-    assert_eq!(key_of(&json!(1)), key_of(&json!(1.0)), "a number hashes by value");
+    assert_eq!(
+        key_of(&json!(1)),
+        key_of(&json!(1.0)),
+        "a number hashes by value"
+    );
     assert_eq!(key_of(&json!(0)), key_of(&json!(-0.0)));
 }
 
@@ -153,7 +169,9 @@ fn keys_sections_and_namespaces_are_distinct() {
     let args = CacheKey::builder("User.posts").args(&v).finish();
     let other_ns = CacheKey::builder("User.friends").parent(&v).finish();
     let absent = CacheKey::builder("User.posts").finish();
-    let null_parent = CacheKey::builder("User.posts").parent(&Value::Null).finish();
+    let null_parent = CacheKey::builder("User.posts")
+        .parent(&Value::Null)
+        .finish();
     let all = [parent, args, other_ns, absent, null_parent];
     for (i, a) in all.iter().enumerate() {
         for b in &all[i + 1..] {
@@ -166,10 +184,17 @@ fn keys_sections_and_namespaces_are_distinct() {
 fn keys_long_encodings_spill_consistently() {
     // Encodings past the 256-byte stack buffer go through the streaming
     // hasher and must stay canonical and sensitive.
-    let long: Map<String, Value> = (0..40).map(|i| (format!("field_{i:02}"), json!("x".repeat(i)))).collect();
+    let long: Map<String, Value> = (0..40)
+        .map(|i| (format!("field_{i:02}"), json!("x".repeat(i))))
+        .collect();
     let long = Value::Object(long);
     assert_eq!(key_of(&long), key_of(&reinserted(&long)));
-    let shuffled = CacheKey::builder("Query.t").args(&Shuffled { value: &long, seed: 7 }).finish();
+    let shuffled = CacheKey::builder("Query.t")
+        .args(&Shuffled {
+            value: &long,
+            seed: 7,
+        })
+        .finish();
     assert_eq!(key_of(&long), shuffled);
     let mut changed = long.clone();
     changed["field_39"] = json!("y");
@@ -186,14 +211,21 @@ fn keys_canonical_parts_match_the_builder() {
         .args(&args)
         .selection(&selection)
         .finish();
-    let parts = KeyParts::new().parent(&parent).args(&args).selection(&selection);
+    let parts = KeyParts::new()
+        .parent(&parent)
+        .args(&args)
+        .selection(&selection);
     assert_eq!(CacheKey::canonical("User.posts", &parts), built);
     let cache: Cache<u32> = Cache::builder().build();
     assert_eq!(cache.namespace("User.posts").key(&parts), built);
     // Selection order is part of the key (it shapes the response).
     let reordered = ["title", "id", "body", "createdAt", "author"];
     assert_ne!(
-        CacheKey::builder("User.posts").parent(&parent).args(&args).selection(&reordered).finish(),
+        CacheKey::builder("User.posts")
+            .parent(&parent)
+            .args(&args)
+            .selection(&reordered)
+            .finish(),
         built
     );
 }

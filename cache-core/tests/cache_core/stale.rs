@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use cache_core::{Cache, CacheKey, Fetched, Policy};
 
-use crate::support::{eventually, stats_of, Calls, Valve};
+use crate::support::{eventually, stats_of, within, Calls, Valve};
 
 #[tokio::test]
 async fn ttl_fresh_value_is_a_hit() {
@@ -16,7 +16,9 @@ async fn ttl_fresh_value_is_a_hit() {
     for _ in 0..3 {
         let calls = calls.clone();
         let value = cache
-            .get_or_fetch(key, &ns, move || async move { Ok::<_, Infallible>(calls.bump() as u32) })
+            .get_or_fetch(key, &ns, move || async move {
+                Ok::<_, Infallible>(calls.bump() as u32)
+            })
             .await
             .expect("value");
         assert_eq!(value, 1);
@@ -32,9 +34,21 @@ async fn ttl_expiry_fetches_again() {
     let key = CacheKey::builder("Query.user").args("u1").finish();
     let calls = Calls::default();
     let fetch = |calls: Calls| move || async move { Ok::<_, Infallible>(calls.bump() as u32) };
-    assert_eq!(cache.get_or_fetch(key, &ns, fetch(calls.clone())).await.expect("v"), 1);
+    assert_eq!(
+        cache
+            .get_or_fetch(key, &ns, fetch(calls.clone()))
+            .await
+            .expect("v"),
+        1
+    );
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(cache.get_or_fetch(key, &ns, fetch(calls.clone())).await.expect("v"), 2);
+    assert_eq!(
+        cache
+            .get_or_fetch(key, &ns, fetch(calls.clone()))
+            .await
+            .expect("v"),
+        2
+    );
     assert_eq!(stats_of(&cache, "Query.user").misses, 2);
 }
 
@@ -57,7 +71,8 @@ async fn stale_value_is_served_while_exactly_one_refresh_runs() {
     let valve = Valve::closed();
     let mut tasks = Vec::new();
     for _ in 0..20 {
-        let (cache, ns, refreshes, valve) = (cache.clone(), ns.clone(), refreshes.clone(), valve.clone());
+        let (cache, ns, refreshes, valve) =
+            (cache.clone(), ns.clone(), refreshes.clone(), valve.clone());
         tasks.push(tokio::spawn(async move {
             cache
                 .get_or_fetch(key, &ns, move || async move {
@@ -70,9 +85,20 @@ async fn stale_value_is_served_while_exactly_one_refresh_runs() {
         }));
     }
     for task in tasks {
-        assert_eq!(task.await.expect("task").expect("value"), 1, "stale value served");
+        assert_eq!(
+            within("the caller", task)
+                .await
+                .expect("task")
+                .expect("value"),
+            1,
+            "stale value served"
+        );
     }
-    assert_eq!(refreshes.get(), 1, "one background refresh for twenty stale reads");
+    assert_eq!(
+        refreshes.get(),
+        1,
+        "one background refresh for twenty stale reads"
+    );
 
     valve.open();
     let polled = cache.clone();
@@ -114,20 +140,31 @@ async fn stale_refresh_error_keeps_serving_stale_and_retries() {
             Err::<u32, _>(crate::support::Boom("refresh"))
         }
     };
-    let served = cache.get_or_fetch(key, &ns, failing(failures.clone())).await;
+    let served = cache
+        .get_or_fetch(key, &ns, failing(failures.clone()))
+        .await;
     assert_eq!(served.expect("stale value"), 1);
-    eventually("the failed refresh was counted", || stats_of(&cache, "Query.user").errors == 1).await;
+    eventually("the failed refresh was counted", || {
+        stats_of(&cache, "Query.user").errors == 1
+    })
+    .await;
     // The failed refresh stored nothing and left the stale entry: later
     // stale reads start a new refresh once the failed one has retired.
     for _ in 0..10_000 {
-        let served = cache.get_or_fetch(key, &ns, failing(failures.clone())).await;
+        let served = cache
+            .get_or_fetch(key, &ns, failing(failures.clone()))
+            .await;
         assert_eq!(served.expect("stale value"), 1);
         if failures.get() >= 2 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    assert_eq!(failures.get(), 2, "a second refresh ran after the first failed");
+    assert_eq!(
+        failures.get(),
+        2,
+        "a second refresh ran after the first failed"
+    );
 }
 
 #[tokio::test]
@@ -155,7 +192,11 @@ async fn ttl_computed_from_the_value() {
             .await
             .expect("value");
     }
-    assert_eq!(calls.get(), 3, "the even value was stored, the odd one fetched twice");
+    assert_eq!(
+        calls.get(),
+        3,
+        "the even value was stored, the odd one fetched twice"
+    );
     assert_eq!(cache.peek(even).await, Some(2));
     assert_eq!(cache.peek(odd).await, None);
 }

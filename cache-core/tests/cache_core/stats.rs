@@ -40,9 +40,13 @@ async fn traffic(cache: &Cache<u32>) {
     }
     let key = CacheKey::builder("Query.posts").finish();
     let _ = cache
-        .get_or_fetch(key, &posts, || async { Err::<u32, _>(crate::support::Boom("down")) })
+        .get_or_fetch(key, &posts, || async {
+            Err::<u32, _>(crate::support::Boom("down"))
+        })
         .await;
-    let _ = cache.bypass(&posts, || async { Ok::<_, Infallible>(2u32) }).await;
+    let _ = cache
+        .bypass(&posts, || async { Ok::<_, Infallible>(2u32) })
+        .await;
 }
 
 #[tokio::test]
@@ -53,11 +57,18 @@ async fn stats_count_per_namespace() {
     let user = snapshot.namespace("Query.user").expect("user counters");
     assert_eq!((user.hits, user.misses, user.errors), (2, 1, 0));
     let posts = snapshot.namespace("Query.posts").expect("posts counters");
-    assert_eq!((posts.hits, posts.misses, posts.errors, posts.skips), (0, 1, 1, 1));
+    assert_eq!(
+        (posts.hits, posts.misses, posts.errors, posts.skips),
+        (0, 1, 1, 1)
+    );
     assert_eq!(snapshot.total().misses, 2);
     assert!((user.hit_ratio() - 2.0 / 3.0).abs() < 1e-9);
     // Namespaces come sorted, and handles of one name share counters.
-    let names: Vec<&str> = snapshot.namespaces.iter().map(|n| n.namespace.as_str()).collect();
+    let names: Vec<&str> = snapshot
+        .namespaces
+        .iter()
+        .map(|n| n.namespace.as_str())
+        .collect();
     assert_eq!(names, vec!["Query.posts", "Query.user"]);
     let again = cache.namespace("Query.user");
     let key = CacheKey::builder("Query.user").args("u1").finish();
@@ -75,10 +86,22 @@ async fn stats_render_as_table_and_prometheus_text() {
     let snapshot = cache.stats();
     let table = snapshot.table();
     let header = table.lines().next().expect("header");
-    for column in ["namespace", "hits", "misses", "dedupes", "stale", "skips", "errors", "evictions", "invalidations"] {
+    for column in [
+        "namespace",
+        "hits",
+        "misses",
+        "dedupes",
+        "stale",
+        "skips",
+        "errors",
+        "evictions",
+        "invalidations",
+    ] {
         assert!(header.contains(column), "{column} missing from {header}");
     }
-    assert!(table.lines().any(|l| l.starts_with("Query.user") && l.contains(" 2 ")));
+    assert!(table
+        .lines()
+        .any(|l| l.starts_with("Query.user") && l.contains(" 2 ")));
     assert!(table.lines().any(|l| l.starts_with('*')), "a total row");
 
     let text = snapshot.to_prometheus("graphql_cache");
@@ -108,7 +131,9 @@ async fn stats_periodic_report_hands_each_interval_to_the_sink() {
     let reports: Shared<StatsSnapshot> = Shared::default();
     let sink = reports.clone();
     let task = cache
-        .report_every(Duration::from_millis(10), move |delta| sink.push(delta.clone()))
+        .report_every(Duration::from_millis(10), move |delta| {
+            sink.push(delta.clone())
+        })
         .expect("report");
     traffic(&cache).await;
     eventually("a report saw the traffic", || {
@@ -129,11 +154,17 @@ async fn stats_periodic_report_hands_each_interval_to_the_sink() {
 #[tokio::test]
 async fn stats_report_refuses_a_zero_interval() {
     let cache: Cache<u32> = Cache::builder().build();
-    assert!(matches!(cache.report_every(Duration::ZERO, |_| {}), Err(ReportError::ZeroInterval)));
+    assert!(matches!(
+        cache.report_every(Duration::ZERO, |_| {}),
+        Err(ReportError::ZeroInterval)
+    ));
 }
 
 #[test]
 fn stats_report_needs_a_runtime() {
     let cache: Cache<u32> = Cache::builder().build();
-    assert!(matches!(cache.log_every(Duration::from_secs(1)), Err(ReportError::NoRuntime)));
+    assert!(matches!(
+        cache.log_every(Duration::from_secs(1)),
+        Err(ReportError::NoRuntime)
+    ));
 }

@@ -32,7 +32,9 @@ async fn storage_byte_bound_holds_after_pending_maintenance() {
         let key = CacheKey::builder("Query.blob").args(&i).finish();
         keys.push(key);
         cache
-            .get_or_fetch(key, &ns, || async { Ok::<_, Infallible>(Arc::new(vec![7u8; 512])) })
+            .get_or_fetch(key, &ns, || async {
+                Ok::<_, Infallible>(Arc::new(vec![7u8; 512]))
+            })
             .await
             .expect("value");
     }
@@ -52,7 +54,10 @@ async fn storage_byte_bound_holds_after_pending_maintenance() {
     }
     assert!(left > 0, "something is kept");
     assert!(left * 512 <= MAX, "{left} entries of 512 bytes kept");
-    assert!(stats_of(&cache, "Query.blob").evictions > 0, "evictions counted");
+    assert!(
+        stats_of(&cache, "Query.blob").evictions > 0,
+        "evictions counted"
+    );
 }
 
 #[tokio::test]
@@ -71,7 +76,11 @@ async fn storage_entry_bound_holds_after_pending_maintenance() {
             .expect("value");
     }
     storage.run_pending_tasks();
-    assert!(storage.entry_count() <= 10, "{} entries", storage.entry_count());
+    assert!(
+        storage.entry_count() <= 10,
+        "{} entries",
+        storage.entry_count()
+    );
 }
 
 #[tokio::test]
@@ -158,12 +167,20 @@ impl Storage<u32> for ProbeStorage {
         self.inner.get(key)
     }
 
-    fn get_many<'a>(&'a self, keys: &'a [CacheKey]) -> StorageFuture<'a, StorageResult<Vec<Option<Stored<u32>>>>> {
+    fn get_many<'a>(
+        &'a self,
+        keys: &'a [CacheKey],
+    ) -> StorageFuture<'a, StorageResult<Vec<Option<Stored<u32>>>>> {
         self.batches.fetch_add(1, Ordering::SeqCst);
         self.inner.get_many(keys)
     }
 
-    fn set(&self, key: CacheKey, entry: Entry<u32>, ttl: Duration) -> StorageFuture<'_, StorageResult<()>> {
+    fn set(
+        &self,
+        key: CacheKey,
+        entry: Entry<u32>,
+        ttl: Duration,
+    ) -> StorageFuture<'_, StorageResult<()>> {
         if self.failing {
             return StorageFuture::ready(Err(StorageError::backend("read only")));
         }
@@ -174,7 +191,10 @@ impl Storage<u32> for ProbeStorage {
         self.inner.delete(key)
     }
 
-    fn invalidate<'a>(&'a self, patterns: &'a [ReferencePattern]) -> StorageFuture<'a, StorageResult<Removals>> {
+    fn invalidate<'a>(
+        &'a self,
+        patterns: &'a [ReferencePattern],
+    ) -> StorageFuture<'a, StorageResult<Removals>> {
         self.inner.invalidate(patterns)
     }
 
@@ -202,7 +222,9 @@ fn probe(failing: bool) -> (Cache<u32>, Arc<AtomicUsize>, Arc<AtomicUsize>) {
 async fn storage_batched_get_answers_many_keys_in_one_call() {
     let (cache, singles, batches) = probe(false);
     let ns = cache.namespace("User.name");
-    let keys: Vec<CacheKey> = (0..5u32).map(|i| CacheKey::builder("User.name").parent(&i).finish()).collect();
+    let keys: Vec<CacheKey> = (0..5u32)
+        .map(|i| CacheKey::builder("User.name").parent(&i).finish())
+        .collect();
     for (i, key) in keys.iter().enumerate().filter(|(i, _)| i % 2 == 0) {
         let value = i as u32;
         cache
@@ -214,7 +236,11 @@ async fn storage_batched_get_answers_many_keys_in_one_call() {
     let found = cache.peek_many(&keys).await;
     assert_eq!(found, vec![Some(0), None, Some(2), None, Some(4)]);
     assert_eq!(batches.load(Ordering::SeqCst), 1);
-    assert_eq!(singles.load(Ordering::SeqCst), reads_before, "no single gets for a batch");
+    assert_eq!(
+        singles.load(Ordering::SeqCst),
+        reads_before,
+        "no single gets for a batch"
+    );
 }
 
 #[tokio::test]
@@ -231,7 +257,10 @@ async fn storage_failure_is_a_counted_miss_not_an_error() {
     }
     let stats = stats_of(&cache, "Query.user");
     assert_eq!(stats.misses, 2);
-    assert_eq!(stats.storage_errors, 4, "two failed reads and two failed writes");
+    assert_eq!(
+        stats.storage_errors, 4,
+        "two failed reads and two failed writes"
+    );
 }
 
 #[tokio::test]
@@ -242,13 +271,21 @@ async fn storage_default_get_many_falls_back_to_single_gets() {
         fn get(&self, key: CacheKey) -> StorageFuture<'_, StorageResult<Option<Stored<u32>>>> {
             self.0.get(key)
         }
-        fn set(&self, key: CacheKey, entry: Entry<u32>, ttl: Duration) -> StorageFuture<'_, StorageResult<()>> {
+        fn set(
+            &self,
+            key: CacheKey,
+            entry: Entry<u32>,
+            ttl: Duration,
+        ) -> StorageFuture<'_, StorageResult<()>> {
             self.0.set(key, entry, ttl)
         }
         fn delete(&self, key: CacheKey) -> StorageFuture<'_, StorageResult<Removals>> {
             self.0.delete(key)
         }
-        fn invalidate<'a>(&'a self, patterns: &'a [ReferencePattern]) -> StorageFuture<'a, StorageResult<Removals>> {
+        fn invalidate<'a>(
+            &'a self,
+            patterns: &'a [ReferencePattern],
+        ) -> StorageFuture<'a, StorageResult<Removals>> {
             self.0.invalidate(patterns)
         }
         fn clear(&self) -> StorageFuture<'_, StorageResult<Removals>> {

@@ -15,7 +15,9 @@ async fn call(cache: &Cache<u32>, key: CacheKey, calls: &Calls) -> u32 {
     let ns = cache.namespace("Query.n");
     let calls = calls.clone();
     cache
-        .get_or_fetch(key, &ns, move || async move { Ok::<_, Infallible>(calls.bump() as u32) })
+        .get_or_fetch(key, &ns, move || async move {
+            Ok::<_, Infallible>(calls.bump() as u32)
+        })
         .await
         .expect("value")
 }
@@ -28,8 +30,16 @@ async fn strategy_second_hit_admission_stores_on_the_second_miss() {
         .build();
     let key = CacheKey::builder("Query.n").finish();
     let calls = Calls::default();
-    assert_eq!(call(&cache, key, &calls).await, 1, "first miss: fetched, not kept");
-    assert_eq!(call(&cache, key, &calls).await, 2, "second miss: fetched and kept");
+    assert_eq!(
+        call(&cache, key, &calls).await,
+        1,
+        "first miss: fetched, not kept"
+    );
+    assert_eq!(
+        call(&cache, key, &calls).await,
+        2,
+        "second miss: fetched and kept"
+    );
     assert_eq!(call(&cache, key, &calls).await, 2, "then a hit");
     assert_eq!(calls.get(), 2);
 }
@@ -52,7 +62,11 @@ async fn strategy_bypass_skips_the_cache_and_counts_a_skip() {
     let key = CacheKey::builder("Query.n").finish();
     let calls = Calls::default();
     assert_eq!(call(&cache, key, &calls).await, 1);
-    assert_eq!(call(&cache, key, &calls).await, 2, "bypassed calls neither read nor store");
+    assert_eq!(
+        call(&cache, key, &calls).await,
+        2,
+        "bypassed calls neither read nor store"
+    );
     on.store(false, Ordering::SeqCst);
     assert_eq!(call(&cache, key, &calls).await, 3);
     assert_eq!(call(&cache, key, &calls).await, 3);
@@ -63,16 +77,28 @@ async fn strategy_bypass_skips_the_cache_and_counts_a_skip() {
 struct ShortForSmall;
 
 impl Strategy<u32> for ShortForSmall {
-    fn admit(&self, _: &StrategyContext<'_>, fetched: &Fetched<u32>, _: Duration, _: Duration) -> Admission {
+    fn admit(
+        &self,
+        _: &StrategyContext<'_>,
+        fetched: &Fetched<u32>,
+        _: Duration,
+        _: Duration,
+    ) -> Admission {
         if *fetched.value() < 10 {
-            Admission::StoreFor { ttl: Duration::from_millis(20), stale: Duration::ZERO }
+            Admission::StoreFor {
+                ttl: Duration::from_millis(20),
+                stale: Duration::ZERO,
+            }
         } else {
             Admission::Store
         }
     }
 
     fn recover(&self, _: &StrategyContext<'_>, error: &FetchError) -> Option<Fetched<u32>> {
-        error.downcast_ref::<Boom>().filter(|b| b.0 == "missing").map(|_| Fetched::new(0))
+        error
+            .downcast_ref::<Boom>()
+            .filter(|b| b.0 == "missing")
+            .map(|_| Fetched::new(0))
     }
 }
 
@@ -101,12 +127,27 @@ async fn strategy_admit_sets_durations_and_recover_turns_errors_into_values() {
     let other = cache
         .get_or_fetch(failing, &ns, || async { Err::<u32, _>(Boom("down")) })
         .await;
-    assert!(other.is_err(), "only the errors the strategy knows are recovered");
-    assert_eq!(cache.peek(missing).await, Some(0), "a recovered value is stored");
+    assert!(
+        other.is_err(),
+        "only the errors the strategy knows are recovered"
+    );
+    assert_eq!(
+        cache.peek(missing).await,
+        Some(0),
+        "a recovered value is stored"
+    );
     tokio::time::sleep(Duration::from_millis(60)).await;
-    assert_eq!(cache.peek(small).await, None, "small values got the short ttl");
+    assert_eq!(
+        cache.peek(small).await,
+        None,
+        "small values got the short ttl"
+    );
     assert_eq!(cache.peek(large).await, Some(50));
-    assert_eq!(stats_of(&cache, "Query.n").errors, 2, "recovered errors are still counted");
+    assert_eq!(
+        stats_of(&cache, "Query.n").errors,
+        2,
+        "recovered errors are still counted"
+    );
 }
 
 #[tokio::test]

@@ -94,3 +94,12 @@ impl std::fmt::Display for Boom {
 }
 
 impl std::error::Error for Boom {}
+
+/// Awaits `future`, failing the test instead of hanging if it takes more
+/// than ten seconds.
+pub async fn within<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    match tokio::time::timeout(Duration::from_secs(10), future).await {
+        Ok(value) => value,
+        Err(_) => panic!("timed out waiting for {what}"),
+    }
+}
