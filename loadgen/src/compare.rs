@@ -22,15 +22,11 @@ pub fn load_summary(path: &Path) -> anyhow::Result<Summary> {
         .with_context(|| format!("{} is not a loadgen summary", file.display()))
 }
 
+/// Whether B differs from A by more than the rounds' spread. A single round is a range
+/// of one value; two single rounds have no spread to judge by.
 fn verdict(a: Option<Spread>, b: Option<Spread>, rounds_a: u32, rounds_b: u32) -> &'static str {
     match (a, b) {
-        (Some(a), Some(b)) if rounds_a < 2 || rounds_b < 2 => {
-            if a.median == b.median {
-                "same"
-            } else {
-                "no spread (1 round)"
-            }
-        }
+        (Some(_), Some(_)) if rounds_a < 2 && rounds_b < 2 => "no spread (1 round each)",
         (Some(a), Some(b)) if a.separated_from(&b) => "yes",
         (Some(_), Some(_)) => "no",
         _ => "–",
@@ -170,6 +166,23 @@ mod tests {
                 .contains("| no-cache | 1000 | 2000 | 2.00x | yes | 250.0 | 100.0 | 0.40x | yes |"),
             "{table}"
         );
+        // One round against three: the single value is judged against the other's range.
+        let one = summary(
+            "D",
+            1,
+            &[(
+                "no-cache",
+                s(1040.0, 1040.0, 1040.0),
+                s(300.0, 300.0, 300.0),
+            )],
+        );
+        let table = render(&a, &one);
+        assert!(
+            table.contains("| 1.04x | no |") && table.contains("| 1.20x | yes |"),
+            "{table}"
+        );
+        let table = render(&one, &one);
+        assert!(table.contains("no spread (1 round each)"), "{table}");
     }
 
     #[test]
