@@ -53,7 +53,9 @@ pub(crate) enum Outcome<V> {
 pub(crate) struct Flight<V> {
     outcome: OnceLock<Outcome<V>>,
     notify: Notify,
-    /// Callers waiting on the outcome (set under the shard lock).
+    /// Callers waiting on the outcome: followers count themselves under the
+    /// shard lock; a detached leader counts itself before it spawns the
+    /// fetch. Either way, before the flight is retired.
     waiters: AtomicUsize,
     /// The invalidation epoch when the flight started.
     epoch: u64,

@@ -4,18 +4,18 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use cache_core::{Cache, CacheKey, Counter, ReportError, StatsSnapshot};
-use parking_lot_free::Shared;
+use recording::Recorder;
 
 use crate::support::{eventually, stats_of};
 
-/// A tiny shared slot without pulling a lock crate into the tests.
-mod parking_lot_free {
+/// Collects what the report sink is handed.
+mod recording {
     use std::sync::{Arc, Mutex};
 
     #[derive(Clone, Default)]
-    pub struct Shared<T>(Arc<Mutex<Vec<T>>>);
+    pub struct Recorder<T>(Arc<Mutex<Vec<T>>>);
 
-    impl<T: Clone> Shared<T> {
+    impl<T: Clone> Recorder<T> {
         pub fn push(&self, value: T) {
             if let Ok(mut items) = self.0.lock() {
                 items.push(value);
@@ -128,7 +128,7 @@ async fn stats_delta_between_snapshots() {
 #[tokio::test]
 async fn stats_periodic_report_hands_each_interval_to_the_sink() {
     let cache: Cache<u32> = Cache::builder().ttl(Duration::from_secs(60)).build();
-    let reports: Shared<StatsSnapshot> = Shared::default();
+    let reports: Recorder<StatsSnapshot> = Recorder::default();
     let sink = reports.clone();
     let task = cache
         .report_every(Duration::from_millis(10), move |delta| {

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Repeats the release-profile measurement: the seed query at 100 connections (wrk -t1
+# -c100), no cache and --ttl 0, for the `release` (thin LTO), `release-no-lto` and
+# `release-cgu1` profiles, interleaved round by round. Prints one line per run and the
+# median per-round ratio to release-no-lto.
+#   scripts/compare-profiles.sh [ROUNDS] [SECONDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-5}; secs=${2:-4}
+command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
+profiles=(release-no-lto release release-cgu1)
+for p in "${profiles[@]}"; do cargo build --locked --profile "$p" -p gateway -p user-service -p post-service; done
+body='{"query":"query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }"}'
+lua=$(mktemp); out=$(mktemp); trap 'rm -f "$lua" "$out"' EXIT
+cat > "$lua" <<LUA
+wrk.method = "POST"
+wrk.body = '$body'
+wrk.headers["Content-Type"] = "application/json"
+LUA
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+run() { # profile config gateway-args...
+  local dir=target/$1 cfg=$2; shift 2
+  local up pp gp; up=$(port); pp=$(port); gp=$(port)
+  "$dir/user-service" --listen 127.0.0.1:$up 2>/dev/null & local u=$!
+  "$dir/post-service" --listen 127.0.0.1:$pp 2>/dev/null & local p=$!
+  "$dir/gateway" --listen 127.0.0.1:$gp --subgraph user=http://127.0.0.1:$up/graphql \
+    --subgraph post=http://127.0.0.1:$pp/graphql "$@" 2>/dev/null & local g=$!
+  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$gp/health" >/dev/null 2>&1 && break; sleep 0.1; done
+  wrk -t1 -c100 -d1s -s "$lua" "http://127.0.0.1:$gp/graphql" >/dev/null
+  local rps; rps=$(wrk -t1 -c100 -d"${secs}s" -s "$lua" "http://127.0.0.1:$gp/graphql" | awk '/Requests\/sec/ {print $2}')
+  echo "$1 $cfg $rps" | tee -a "$out"
+  kill $u $p $g; wait $u $p $g 2>/dev/null || true
+}
+for r in $(seq "$rounds"); do
+  for p in "${profiles[@]}"; do run "$p" no-cache; run "$p" ttl-0 --ttl 0; done
+done
+python3 - "$out" <<'PY'
+import sys, statistics as st
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+for cfg in ("no-cache", "ttl-0"):
+    base = [float(v) for p, c, v in rows if p == "release-no-lto" and c == cfg]
+    for prof in ("release-no-lto", "release", "release-cgu1"):
+        vals = [float(v) for p, c, v in rows if p == prof and c == cfg]
+        ratios = [a / b for a, b in zip(vals, base)]
+        print(f"{cfg:9} {prof:15} median {st.median(vals):8.0f} req/s, ratio {st.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f})")
+PY
