@@ -16,11 +16,17 @@ use reqwest::header::HeaderMap;
 
 fn response() -> Arc<UpstreamResponse> {
     let data = serde_json::json!({ "me": { "id": "u1", "name": "John", "__typename": "User", "_gw_k_id": "u1" } });
-    Arc::new(UpstreamResponse { data: Some(async_graphql_value::ConstValue::from_json(data).unwrap()), errors: vec![] })
+    Arc::new(UpstreamResponse {
+        data: Some(async_graphql_value::ConstValue::from_json(data).unwrap()),
+        errors: vec![],
+    })
 }
 
 fn bench(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let cache = ResolverCache::new(CacheSettings {
         ttl: Duration::from_secs(3600),
         stale: Duration::ZERO,
@@ -31,19 +37,42 @@ fn bench(c: &mut Criterion) {
     let headers = HeaderMap::new();
     let args: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(r#"{"count": 2, "after": "p0"}"#).unwrap();
-    let selection = "{id name nickname:name topPosts(count:2){pid author{id}} __typename _gw_k_id:id}";
+    let selection =
+        "{id name nickname:name topPosts(count:2){pid author{id}} __typename _gw_k_id:id}";
     let value = response();
-    let call = || CallKey { parent: None, args: Some(&args), selection, headers: &headers };
+    let call = || CallKey {
+        parent: None,
+        args: Some(&args),
+        selection,
+        headers: &headers,
+    };
     rt.block_on(async {
         let v = value.clone();
-        cache.get_or_fetch("Query.me", call(), move || async move { Ok::<_, FetchError>(v) }).await.unwrap();
+        cache
+            .get_or_fetch(
+                "Query.me",
+                call(),
+                move || async move { Ok::<_, FetchError>(v) },
+            )
+            .await
+            .unwrap();
     });
     c.bench_function("resolver_hit", |b| {
         b.to_async(&rt).iter(|| {
             let v = value.clone();
             let cache = &cache;
             let call = call();
-            async move { black_box(cache.get_or_fetch("Query.me", call, move || async move { Ok::<_, FetchError>(v) }).await) }
+            async move {
+                black_box(
+                    cache
+                        .get_or_fetch(
+                            "Query.me",
+                            call,
+                            move || async move { Ok::<_, FetchError>(v) },
+                        )
+                        .await,
+                )
+            }
         })
     });
     c.bench_function("no_cache_layer", |b| {

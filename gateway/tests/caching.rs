@@ -30,15 +30,7 @@ async fn ttl_zero_deduplicates_concurrent_identical_calls_and_keeps_nothing() {
     }
     // Without the cache this costs 40 users and 80 posts requests.
     assert!(users < 20 && posts < 40, "users {users}, posts {posts}");
-    let text = lab
-        .http
-        .get(format!("http://{}/metrics", lab.gateway.addr))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = lab.metrics(&lab.gateway).await;
     let dedupes: f64 = text
         .lines()
         .filter(|l| l.starts_with("gateway_cache_dedupes_total{"))
@@ -61,15 +53,7 @@ async fn ttl_ten_answers_repeats_without_the_subgraphs() {
     // A different selection is a different entry.
     let (_, cost) = delta(&lab, lab.query("{ me { id } }")).await;
     assert_eq!(cost, (1, 0));
-    let text = lab
-        .http
-        .get(format!("http://{}/metrics", lab.gateway.addr))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = lab.metrics(&lab.gateway).await;
     assert!(
         text.contains("gateway_cache_hits_total{namespace=\"Query.me\"} 1"),
         "{text}"
@@ -151,15 +135,7 @@ async fn requests_with_authorization_skip_the_cache_and_never_see_another_user()
             assert_eq!(answer["data"]["me"]["id"], id, "{header:?}");
         }
     }
-    let text = lab
-        .http
-        .get(format!("http://{}/metrics", lab.gateway.addr))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = lab.metrics(&lab.gateway).await;
     assert!(
         text.contains("gateway_cache_skips_total{namespace=\"Query.me\"} 4"),
         "{text}"
@@ -197,15 +173,7 @@ async fn a_policy_can_key_by_the_caller_instead() {
         }
         assert_eq!(lab.query(me).await["data"]["me"]["id"], "u1");
     }
-    let text = lab
-        .http
-        .get(format!("http://{}/metrics", lab.gateway.addr))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = lab.metrics(&lab.gateway).await;
     assert!(
         text.contains("gateway_cache_hits_total{namespace=\"Query.me\"} 3"),
         "{text}"
@@ -219,21 +187,8 @@ async fn a_policy_can_key_by_the_caller_instead() {
 
 #[tokio::test]
 async fn errors_are_never_cached_and_a_subgraph_that_returns_is_seen_at_once() {
-    let lab = Lab::start_with(|c| c.cache = cache(10.0)).await;
-    let user_addr = lab.user.addr;
-    let Lab {
-        user,
-        post,
-        gateway,
-        http,
-    } = lab;
-    user.stop().await;
-    let lab = Lab {
-        user: Server::start(axum::Router::new()).await,
-        post,
-        gateway,
-        http,
-    };
+    let mut lab = Lab::start_with(|c| c.cache = cache(10.0)).await;
+    let user_addr = lab.stop_user().await;
     let down = lab.query("{ me { id } }").await;
     assert_eq!(down["data"]["me"], json!(null));
     let _back = Server::start_on(user_addr, common::user_router()).await;
@@ -269,15 +224,7 @@ async fn stale_entries_are_served_at_once_while_one_refresh_runs() {
     }
     // 1 SDL read at start, 1 first fetch, 1 refresh.
     assert_eq!(refreshed, 3);
-    let text = lab
-        .http
-        .get(format!("http://{}/metrics", lab.gateway.addr))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = lab.metrics(&lab.gateway).await;
     assert!(
         text.contains("gateway_cache_stale_total{namespace=\"Query.topPosts\"} 5"),
         "{text}"

@@ -314,21 +314,8 @@ async fn authorization_picks_me_and_is_forwarded_to_the_subgraphs() {
 
 #[tokio::test]
 async fn a_subgraph_that_is_down_turns_only_its_fields_into_errors() {
-    let lab = Lab::start().await;
-    let user_addr = lab.user.addr;
-    let Lab {
-        user,
-        post,
-        gateway,
-        http,
-    } = lab;
-    user.stop().await;
-    let lab = Lab {
-        user: Server::start(axum::Router::new()).await,
-        post,
-        gateway,
-        http,
-    };
+    let mut lab = Lab::start().await;
+    let user_addr = lab.stop_user().await;
     let answer = lab
         .query("{ me { id } topPosts(count: 2) { pid author { id name } } }")
         .await;
@@ -371,15 +358,7 @@ async fn subgraph_errors_come_back_with_their_paths() {
 async fn metrics_report_requests_upstream_requests_and_latency() {
     let lab = Lab::start().await;
     lab.query(SEED).await;
-    let text = lab
-        .http
-        .get(format!("http://{}/metrics", lab.gateway.addr))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = lab.metrics(&lab.gateway).await;
     assert_eq!(common::metric(&text, "gateway_requests_total"), Some(1.0));
     assert!(
         text.contains("gateway_upstream_requests_total{subgraph=\"user\"} 1"),

@@ -191,6 +191,28 @@ impl Lab {
         r.json().await.unwrap()
     }
 
+    /// The Prometheus text of `server`'s `/metrics`.
+    pub async fn metrics(&self, server: &Server) -> String {
+        let url = format!("http://{}/metrics", server.addr);
+        self.http
+            .get(url)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
+    /// Stop user-service, closing its connections; returns the address it had, for a
+    /// restart with `Server::start_on`.
+    pub async fn stop_user(&mut self) -> SocketAddr {
+        let stopped = std::mem::replace(&mut self.user, Server::start(Router::new()).await);
+        let addr = stopped.addr;
+        stopped.stop().await;
+        addr
+    }
+
     /// `subgraph_requests_total` of (user-service, post-service).
     pub async fn subgraph_requests(&self) -> (u64, u64) {
         (
@@ -200,15 +222,7 @@ impl Lab {
     }
 
     pub async fn counter(&self, server: &Server, name: &str) -> u64 {
-        let text = self
-            .http
-            .get(format!("http://{}/metrics", server.addr))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = self.metrics(server).await;
         metric(&text, name).unwrap_or_else(|| panic!("{name} missing from:\n{text}")) as u64
     }
 }
