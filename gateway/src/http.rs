@@ -27,6 +27,7 @@ use async_graphql_parser::types::{
     DocumentOperations, ExecutableDocument, OperationDefinition, OperationType,
 };
 
+use crate::documents::{DocumentCache, DocumentKey};
 use crate::execute::RequestScope;
 use crate::metrics::Metrics;
 use crate::response::write_body;
@@ -51,6 +52,7 @@ pub struct App {
     pub limits: RequestLimits,
     /// Serve `GET /debug/profile` (CPU sampling for flamegraphs).
     pub profiling: bool,
+    pub documents: Arc<DocumentCache>,
 }
 
 const GRAPHQL_RESPONSE_JSON: &str = "application/graphql-response+json";
@@ -375,22 +377,32 @@ async fn execute(
     started: Instant,
     via_get: bool,
 ) -> Response {
-    let nesting = text_nesting(&request.query);
-    if nesting > app.limits.max_text_nesting {
-        let r = Rejection::bad_request(format!(
-            "the query nests {nesting} levels deep; the limit is {}",
-            app.limits.max_text_nesting
-        ));
-        return reject(r, media, &app.metrics, started);
+    let key = DocumentKey::of(&request.query);
+    let cached = app.documents.get(key);
+    if cached.is_none() {
+        let nesting = text_nesting(&request.query);
+        if nesting > app.limits.max_text_nesting {
+            let r = Rejection::bad_request(format!(
+                "the query nests {nesting} levels deep; the limit is {}",
+                app.limits.max_text_nesting
+            ));
+            return reject(r, media, &app.metrics, started);
+        }
     }
     let mut variables = request
         .variables
         .map(async_graphql::Variables::from_json)
         .unwrap_or_default();
-    // Parse once here: the document serves the GET check, variable defaults and the
-    // ordered response writer, and async-graphql gets it instead of parsing again.
-    // A document that does not parse is left to async-graphql to report.
-    let document = async_graphql_parser::parse_query(&request.query).ok();
+    // Parse once here (or take the cached parse): the document serves the GET check,
+    // variable defaults and the ordered response writer, and async-graphql gets it
+    // instead of parsing again. A document that does not parse is left to
+    // async-graphql to report.
+    let was_cached = cached.is_some();
+    let document = cached.or_else(|| {
+        async_graphql_parser::parse_query(&request.query)
+            .ok()
+            .map(Arc::new)
+    });
     if let Some(op) = document
         .as_ref()
         .and_then(|d| selected_operation(d, request.operation_name.as_deref()))
@@ -413,7 +425,7 @@ async fn execute(
         .variables(variables.clone())
         .data(Arc::new(scope));
     if let Some(doc) = &document {
-        gql.set_parsed_query(doc.clone());
+        gql.set_parsed_query(ExecutableDocument::clone(doc));
     }
     if let Some(name) = &request.operation_name {
         gql = gql.operation_name(name.clone());
@@ -442,9 +454,14 @@ async fn execute(
         StatusCode::OK
     };
     let failed = !response.errors.is_empty();
+    if !was_cached && !request_error {
+        if let Some(doc) = &document {
+            app.documents.insert(key, doc.clone());
+        }
+    }
     let body = match write_body(
         &response,
-        document.as_ref(),
+        document.as_deref(),
         request.operation_name.as_deref(),
         &variables,
         &app.supergraph,

@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! http        GraphQL over HTTP, limits, status codes, /health, /metrics
+//! documents   parsed documents, cached and bounded in bytes
 //! execute     async-graphql dynamic schema over the composed SDL; resolvers fetch
 //! plan        what each subgraph is asked for; keys at hand need no trip
 //! batch       one _entities request per subgraph and selection per level
@@ -15,6 +16,7 @@
 
 pub mod batch;
 pub mod caching;
+pub mod documents;
 pub mod execute;
 pub mod http;
 pub mod metrics;

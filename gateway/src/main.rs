@@ -64,6 +64,9 @@ struct Cli {
     /// Most entries the memory store keeps.
     #[arg(long, default_value_t = 100_000)]
     cache_max_entries: u64,
+    /// Bound of the parsed-document cache, in bytes of estimated heap (0 disables it).
+    #[arg(long, default_value_t = 32 << 20)]
+    doc_cache_bytes: u64,
     /// Log a hits/misses/dedupes table every this many seconds.
     #[arg(long, value_name = "SECONDS")]
     cache_report_interval: Option<f64>,
@@ -149,6 +152,7 @@ impl Cli {
             },
             profiling: self.profiling,
             cache,
+            doc_cache_bytes: self.doc_cache_bytes,
         })
     }
 }

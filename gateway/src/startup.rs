@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context as _};
 
 use crate::caching::{CacheSettings, ResolverCache};
+use crate::documents::DocumentCache;
 use crate::execute::{build_schema, DocumentLimits};
 use crate::http::{App, RequestLimits};
 use crate::metrics::Metrics;
@@ -36,6 +37,8 @@ pub struct GatewayConfig {
     pub profiling: bool,
     /// Resolver caching; `None` is the baseline with no cache layer at all.
     pub cache: Option<CacheSettings>,
+    /// Bound of the parsed-document cache in bytes; 0 disables it.
+    pub doc_cache_bytes: u64,
 }
 
 /// Ask `url` for `_service { sdl }` until it answers or `backoff.deadline` passes.
@@ -112,6 +115,13 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
             }
         });
     }
+    let documents = Arc::new(DocumentCache::new(config.doc_cache_bytes));
+    let weak = Arc::downgrade(&documents);
+    metrics.add_section(move |out| {
+        if let Some(documents) = weak.upgrade() {
+            out.push_str(&documents.prometheus());
+        }
+    });
     let schema = build_schema(supergraph.clone(), fetch, cache, &config.documents)
         .context("building the public schema")?;
     Ok(Arc::new(App {
@@ -120,5 +130,6 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
         metrics,
         limits: config.requests.clone(),
         profiling: config.profiling,
+        documents,
     }))
 }

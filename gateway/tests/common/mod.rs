@@ -105,6 +105,7 @@ pub fn config(subgraphs: Vec<Subgraph>) -> GatewayConfig {
         },
         profiling: true,
         cache: None,
+        doc_cache_bytes: 32 << 20,
     }
 }
 

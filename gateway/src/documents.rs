@@ -1,0 +1,310 @@
+//! The parsed-document cache, bounded in bytes.
+//!
+//! Parsing is a fifth of the gateway's CPU per request once resolvers are cheap (seen
+//! in the TTL-0 flamegraph). Documents are kept by the 128-bit xxh3 hash of their text;
+//! variables are not part of the key, so a document sent with new variables is a hit.
+//!
+//! **The bound is in bytes, and it holds.** Each entry is weighed by an estimate of
+//! its real heap size ([`heap_size`]: every allocation of the syntax tree, with the
+//! allocator's chunk overhead), not by the length of its text: a parsed document is
+//! many times larger than its text. The store is moka, whose TinyLFU admission keeps a
+//! flood of one-off documents (clients inlining literals) from evicting the documents
+//! that are asked for again and again.
+//!
+//! **Only documents that validated are kept.** A document enters the cache after its
+//! request was executed, so a syntax error is never stored and a document that failed
+//! validation is not either: failing documents cannot crowd out good ones, and each
+//! one is rejected again (cheaply, since it is usually small) when it is resent.
+//! (async-graphql validates every request itself; the dynamic schema has no way to
+//! hand it an already validated document, so what is cached is the parse.)
+
+use std::collections::HashMap;
+use std::mem::size_of;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use async_graphql_parser::types::{
+    BaseType, Directive, DocumentOperations, ExecutableDocument, Field, OperationDefinition,
+    Selection, SelectionSet, Type,
+};
+use async_graphql_parser::Positioned;
+use async_graphql_value::{ConstValue, Name, Value};
+
+/// The cache key: a 128-bit hash of the document text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DocumentKey(u128);
+
+impl DocumentKey {
+    pub fn of(text: &str) -> DocumentKey {
+        DocumentKey(xxhash_rust::xxh3::xxh3_128(text.as_bytes()))
+    }
+}
+
+/// Parsed documents, bounded by their estimated heap size.
+pub struct DocumentCache {
+    store: Option<moka::sync::Cache<DocumentKey, Arc<ExecutableDocument>>>,
+    max_bytes: u64,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    evictions: Arc<AtomicU64>,
+}
+
+impl DocumentCache {
+    /// A cache of at most `max_bytes`; `0` disables it.
+    pub fn new(max_bytes: u64) -> DocumentCache {
+        let evictions = Arc::new(AtomicU64::new(0));
+        let store = (max_bytes > 0).then(|| {
+            let counted = evictions.clone();
+            moka::sync::Cache::builder()
+                .max_capacity(max_bytes)
+                .weigher(|_: &DocumentKey, doc: &Arc<ExecutableDocument>| {
+                    u32::try_from(entry_size(doc)).unwrap_or(u32::MAX)
+                })
+                .eviction_listener(move |_, _, cause| {
+                    if cause.was_evicted() {
+                        counted.fetch_add(1, Relaxed);
+                    }
+                })
+                .build()
+        });
+        DocumentCache {
+            store,
+            max_bytes,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            evictions,
+        }
+    }
+
+    /// The cached document for `key`, counting a hit or a miss.
+    pub fn get(&self, key: DocumentKey) -> Option<Arc<ExecutableDocument>> {
+        let store = self.store.as_ref()?;
+        match store.get(&key) {
+            Some(doc) => {
+                self.hits.fetch_add(1, Relaxed);
+                Some(doc)
+            }
+            None => {
+                self.misses.fetch_add(1, Relaxed);
+                None
+            }
+        }
+    }
+
+    /// Keep `doc` (a document that parsed and validated).
+    pub fn insert(&self, key: DocumentKey, doc: Arc<ExecutableDocument>) {
+        if let Some(store) = &self.store {
+            store.insert(key, doc);
+        }
+    }
+
+    /// Estimated bytes held, after moka's pending maintenance (evictions) has run.
+    pub fn bytes(&self) -> u64 {
+        match &self.store {
+            Some(store) => {
+                store.run_pending_tasks();
+                store.weighted_size()
+            }
+            None => 0,
+        }
+    }
+
+    pub fn entries(&self) -> u64 {
+        self.store.as_ref().map_or(0, |s| s.entry_count())
+    }
+
+    /// Prometheus text: `gateway_document_cache_{hits,misses,evictions}_total`,
+    /// `gateway_document_cache_bytes`, `gateway_document_cache_capacity_bytes`.
+    pub fn prometheus(&self) -> String {
+        let mut out = String::with_capacity(512);
+        for (name, help, v) in [
+            ("hits", "documents found parsed", self.hits.load(Relaxed)),
+            (
+                "misses",
+                "documents parsed because they were not cached",
+                self.misses.load(Relaxed),
+            ),
+            (
+                "evictions",
+                "documents dropped to stay within the byte bound",
+                self.evictions.load(Relaxed),
+            ),
+        ] {
+            out.push_str(&format!(
+                "# HELP gateway_document_cache_{name}_total Parsed-document cache: {help}.\n\
+                 # TYPE gateway_document_cache_{name}_total counter\n\
+                 gateway_document_cache_{name}_total {v}\n"
+            ));
+        }
+        out.push_str(&format!(
+            "# HELP gateway_document_cache_bytes Estimated heap bytes held by the parsed-document cache.\n\
+             # TYPE gateway_document_cache_bytes gauge\n\
+             gateway_document_cache_bytes {}\n\
+             # HELP gateway_document_cache_capacity_bytes The parsed-document cache's bound (--doc-cache-bytes).\n\
+             # TYPE gateway_document_cache_capacity_bytes gauge\n\
+             gateway_document_cache_capacity_bytes {}\n",
+            self.bytes(),
+            self.max_bytes
+        ));
+        out
+    }
+}
+
+/// What one cache entry costs: the document's heap, its `Arc`, and moka's own
+/// per-entry bookkeeping (key, hash, deque nodes, frequency sketch share).
+fn entry_size(doc: &ExecutableDocument) -> usize {
+    const MOKA_ENTRY_OVERHEAD: usize = 160;
+    heap_size(doc) + chunk(size_of::<ExecutableDocument>() + 16) + MOKA_ENTRY_OVERHEAD
+}
+
+/// The heap bytes of one allocation of `n` bytes under glibc malloc: 8 bytes of header,
+/// rounded up to 16, at least 32.
+fn chunk(n: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        ((n + 8 + 15) & !15).max(32)
+    }
+}
+
+fn vec_bytes<T>(v: &Vec<T>) -> usize {
+    chunk(v.capacity() * size_of::<T>())
+}
+
+fn name_bytes(n: &Name) -> usize {
+    // `Name` is an `Arc<str>`: two counters, then the text.
+    chunk(16 + n.len())
+}
+
+fn map_bytes<K, V>(m: &HashMap<K, V>) -> usize {
+    if m.capacity() == 0 {
+        return 0;
+    }
+    // hashbrown: a power-of-two number of buckets (7/8 usable), one control byte each.
+    let buckets = (m.capacity() * 8 / 7).next_power_of_two();
+    chunk(buckets * (size_of::<(K, V)>() + 1) + 16)
+}
+
+/// An estimate of the heap bytes a parsed document owns.
+pub fn heap_size(doc: &ExecutableDocument) -> usize {
+    let mut total = 0;
+    match &doc.operations {
+        DocumentOperations::Single(op) => total += operation(&op.node),
+        DocumentOperations::Multiple(ops) => {
+            total += map_bytes(ops);
+            for (name, op) in ops {
+                total += name_bytes(name) + operation(&op.node);
+            }
+        }
+    }
+    total += map_bytes(&doc.fragments);
+    for (name, fragment) in &doc.fragments {
+        let f = &fragment.node;
+        total += name_bytes(name) + name_bytes(&f.type_condition.node.on.node);
+        total += directives(&f.directives) + selection_set(&f.selection_set.node);
+    }
+    total
+}
+
+fn operation(op: &OperationDefinition) -> usize {
+    let mut total = vec_bytes(&op.variable_definitions) + directives(&op.directives);
+    for var in &op.variable_definitions {
+        let v = &var.node;
+        total += name_bytes(&v.name.node) + ty(&v.var_type.node) + directives(&v.directives);
+        total += v.default_value.as_ref().map_or(0, |d| const_value(&d.node));
+    }
+    total + selection_set(&op.selection_set.node)
+}
+
+fn ty(t: &Type) -> usize {
+    match &t.base {
+        BaseType::Named(n) => name_bytes(n),
+        BaseType::List(inner) => chunk(size_of::<Type>()) + ty(inner),
+    }
+}
+
+fn selection_set(set: &SelectionSet) -> usize {
+    let mut total = vec_bytes(&set.items);
+    for item in &set.items {
+        total += match &item.node {
+            Selection::Field(f) => field(&f.node),
+            Selection::FragmentSpread(s) => {
+                name_bytes(&s.node.fragment_name.node) + directives(&s.node.directives)
+            }
+            Selection::InlineFragment(i) => {
+                let cond = i
+                    .node
+                    .type_condition
+                    .as_ref()
+                    .map_or(0, |c| name_bytes(&c.node.on.node));
+                cond + directives(&i.node.directives) + selection_set(&i.node.selection_set.node)
+            }
+        };
+    }
+    total
+}
+
+fn field(f: &Field) -> usize {
+    let mut total = name_bytes(&f.name.node) + f.alias.as_ref().map_or(0, |a| name_bytes(&a.node));
+    total += arguments(&f.arguments) + directives(&f.directives);
+    total + selection_set(&f.selection_set.node)
+}
+
+fn arguments(args: &Vec<(Positioned<Name>, Positioned<Value>)>) -> usize {
+    vec_bytes(args)
+        + args
+            .iter()
+            .map(|(n, v)| name_bytes(&n.node) + value(&v.node))
+            .sum::<usize>()
+}
+
+fn directives(dirs: &Vec<Positioned<Directive>>) -> usize {
+    vec_bytes(dirs)
+        + dirs
+            .iter()
+            .map(|d| name_bytes(&d.node.name.node) + arguments(&d.node.arguments))
+            .sum::<usize>()
+}
+
+fn value(v: &Value) -> usize {
+    match v {
+        Value::Variable(n) | Value::Enum(n) => name_bytes(n),
+        Value::String(s) => chunk(s.capacity()),
+        Value::Binary(b) => chunk(b.len()),
+        Value::List(items) => vec_bytes(items) + items.iter().map(value).sum::<usize>(),
+        Value::Object(map) => {
+            index_map(map.len(), size_of::<(Name, Value)>())
+                + map
+                    .iter()
+                    .map(|(k, v)| name_bytes(k) + value(v))
+                    .sum::<usize>()
+        }
+        Value::Null | Value::Number(_) | Value::Boolean(_) => 0,
+    }
+}
+
+fn const_value(v: &ConstValue) -> usize {
+    match v {
+        ConstValue::Enum(n) => name_bytes(n),
+        ConstValue::String(s) => chunk(s.capacity()),
+        ConstValue::Binary(b) => chunk(b.len()),
+        ConstValue::List(items) => vec_bytes(items) + items.iter().map(const_value).sum::<usize>(),
+        ConstValue::Object(map) => {
+            index_map(map.len(), size_of::<(Name, ConstValue)>())
+                + map
+                    .iter()
+                    .map(|(k, v)| name_bytes(k) + const_value(v))
+                    .sum::<usize>()
+        }
+        ConstValue::Null | ConstValue::Number(_) | ConstValue::Boolean(_) => 0,
+    }
+}
+
+/// indexmap: a vector of (hash, key, value) entries plus a table of indices.
+fn index_map(len: usize, pair: usize) -> usize {
+    if len == 0 {
+        return 0;
+    }
+    let buckets = (len * 8 / 7).next_power_of_two();
+    chunk(len * (pair + 8)) + chunk(buckets * (size_of::<usize>() + 1) + 16)
+}

@@ -1,0 +1,82 @@
+//! The parsed-document cache through HTTP: hits on repeats (whatever the variables),
+//! a byte bound that holds, `--doc-cache-bytes 0`, and failing documents kept out.
+
+mod common;
+
+use common::{metric, Lab};
+use serde_json::json;
+
+async fn doc_metrics(lab: &Lab) -> (f64, f64, f64, f64) {
+    let text = lab.metrics(&lab.gateway).await;
+    let m = |name| metric(&text, name).unwrap_or_else(|| panic!("{name} missing"));
+    (
+        m("gateway_document_cache_hits_total"),
+        m("gateway_document_cache_misses_total"),
+        m("gateway_document_cache_evictions_total"),
+        m("gateway_document_cache_bytes"),
+    )
+}
+
+#[tokio::test]
+async fn repeats_hit_whatever_their_variables() {
+    let lab = Lab::start().await;
+    let query = "query($c: Int!) { topPosts(count: $c) { pid } }";
+    for c in [1, 2, 3] {
+        let answer = lab.query_with(query, json!({ "c": c }), &[]).await;
+        assert_eq!(answer["data"]["topPosts"].as_array().unwrap().len(), c);
+    }
+    let (hits, misses, _, bytes) = doc_metrics(&lab).await;
+    assert_eq!((hits, misses), (2.0, 1.0));
+    assert!(bytes > 0.0);
+}
+
+#[tokio::test]
+async fn the_byte_bound_holds_and_evicts() {
+    let cap = 64 * 1024;
+    let lab = Lab::start_with(|c| c.doc_cache_bytes = cap).await;
+    // 300 distinct documents (inlined literals), each asked twice so that moka's
+    // admission lets them in; together far over 64 KiB.
+    for round in 0..2 {
+        for i in 0..300 {
+            let q = format!(
+                "{{ a{i}: getPost(pid: \"p{i}\") {{ pid title content author {{ id name }} }} }}"
+            );
+            let answer = lab.query(&q).await;
+            assert!(answer.get("errors").is_none(), "round {round}: {answer}");
+        }
+    }
+    let (_, _, evictions, bytes) = doc_metrics(&lab).await;
+    assert!(
+        bytes <= cap as f64,
+        "{bytes} bytes held over a {cap}-byte bound"
+    );
+    assert!(bytes > 0.0);
+    assert!(evictions > 0.0, "no evictions");
+}
+
+#[tokio::test]
+async fn zero_disables_the_cache() {
+    let lab = Lab::start_with(|c| c.doc_cache_bytes = 0).await;
+    for _ in 0..3 {
+        assert_eq!(lab.query("{ me { id } }").await["data"]["me"]["id"], "u1");
+    }
+    assert_eq!(doc_metrics(&lab).await, (0.0, 0.0, 0.0, 0.0));
+}
+
+#[tokio::test]
+async fn documents_that_fail_are_not_kept() {
+    let lab = Lab::start().await;
+    for _ in 0..3 {
+        let answer = lab.query("{ me { nope } }").await;
+        assert!(answer["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nope"));
+        let answer = lab.query("{ me { id ").await;
+        assert!(answer["errors"].is_array());
+    }
+    let (hits, misses, _, bytes) = doc_metrics(&lab).await;
+    assert_eq!(hits, 0.0, "a failing document was served from the cache");
+    assert_eq!(misses, 6.0);
+    assert_eq!(bytes, 0.0);
+}
