@@ -129,7 +129,7 @@ impl PolicyFile {
                 ));
             }
             for (what, v) in [("ttl", rule.ttl), ("stale", rule.stale)] {
-                if v.is_some_and(|s| !(s.is_finite() && s >= 0.0)) {
+                if v.is_some_and(|s| Duration::try_from_secs_f64(s).is_err()) {
                     return Err(format!(
                         "--policy {}: {name}.{what} must be a non-negative number",
                         path.display()

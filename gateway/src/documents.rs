@@ -308,3 +308,121 @@ fn index_map(len: usize, pair: usize) -> usize {
     let buckets = (len * 8 / 7).next_power_of_two();
     chunk(len * (pair + 8)) + chunk(buckets * (size_of::<usize>() + 1) + 16)
 }
+
+/// Why a document is refused before async-graphql sees it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Refusal(pub String);
+
+/// Checks async-graphql cannot make cheaply: the number of fields once fragments are
+/// expanded (nested spreads double it at each level, and async-graphql's own count
+/// walks every expansion, so a 1 KB document could keep a core busy for seconds),
+/// the number of root fields (each is one subgraph request), and aliases that would
+/// collide with the planner's reserved `_gw_k_` key aliases.
+pub fn admit(
+    doc: &ExecutableDocument,
+    max_fields: usize,
+    max_root_fields: usize,
+) -> Result<(), Refusal> {
+    let mut counter = FieldCounter {
+        doc,
+        memo: HashMap::new(),
+    };
+    for (_, op) in doc.operations.iter() {
+        let op = &op.node;
+        let total = counter.count(&op.selection_set.node);
+        if total > max_fields as u64 {
+            return Err(Refusal(format!(
+                "the operation selects {total} fields (fragments expanded); the limit is {max_fields}"
+            )));
+        }
+        let roots = counter.roots(&op.selection_set.node, 0);
+        if roots > max_root_fields as u64 {
+            return Err(Refusal(format!(
+                "the operation has {roots} root fields; the limit is {max_root_fields}"
+            )));
+        }
+        reserved_aliases(&op.selection_set.node)?;
+    }
+    for (_, fragment) in &doc.fragments {
+        reserved_aliases(&fragment.node.selection_set.node)?;
+    }
+    Ok(())
+}
+
+struct FieldCounter<'d> {
+    doc: &'d ExecutableDocument,
+    /// Expanded size per fragment; `None` while it is being counted (a cycle, which
+    /// async-graphql rejects itself, counts 0 here).
+    memo: HashMap<&'d str, Option<u64>>,
+}
+
+impl<'d> FieldCounter<'d> {
+    fn count(&mut self, set: &'d SelectionSet) -> u64 {
+        let mut total: u64 = 0;
+        for item in &set.items {
+            let n = match &item.node {
+                Selection::Field(f) => 1u64.saturating_add(self.count(&f.node.selection_set.node)),
+                Selection::InlineFragment(i) => self.count(&i.node.selection_set.node),
+                Selection::FragmentSpread(s) => self.fragment(s.node.fragment_name.node.as_str()),
+            };
+            total = total.saturating_add(n);
+        }
+        total
+    }
+
+    fn fragment(&mut self, name: &'d str) -> u64 {
+        match self.memo.get(name) {
+            Some(Some(n)) => return *n,
+            Some(None) => return 0,
+            None => {}
+        }
+        let Some(fragment) = self.doc.fragments.get(name) else {
+            return 0;
+        };
+        self.memo.insert(name, None);
+        let n = self.count(&fragment.node.selection_set.node);
+        self.memo.insert(name, Some(n));
+        n
+    }
+
+    /// Fields at the top level of `set`, through fragments (bounded against cycles).
+    fn roots(&self, set: &'d SelectionSet, depth: usize) -> u64 {
+        if depth > 64 {
+            return 0;
+        }
+        set.items
+            .iter()
+            .map(|item| match &item.node {
+                Selection::Field(_) => 1,
+                Selection::InlineFragment(i) => self.roots(&i.node.selection_set.node, depth + 1),
+                Selection::FragmentSpread(s) => self
+                    .doc
+                    .fragments
+                    .get(&s.node.fragment_name.node)
+                    .map_or(0, |f| self.roots(&f.node.selection_set.node, depth + 1)),
+            })
+            .fold(0u64, u64::saturating_add)
+    }
+}
+
+fn reserved_aliases(set: &SelectionSet) -> Result<(), Refusal> {
+    for item in &set.items {
+        match &item.node {
+            Selection::Field(f) => {
+                if let Some(alias) = &f.node.alias {
+                    if alias.node.starts_with(crate::supergraph::KEY_ALIAS_PREFIX) {
+                        return Err(Refusal(format!(
+                            "the alias {} is reserved: aliases starting with {} belong to the gateway",
+                            alias.node,
+                            crate::supergraph::KEY_ALIAS_PREFIX
+                        )));
+                    }
+                }
+                reserved_aliases(&f.node.selection_set.node)?;
+            }
+            Selection::InlineFragment(i) => reserved_aliases(&i.node.selection_set.node)?,
+            Selection::FragmentSpread(_) => {}
+        }
+    }
+    Ok(())
+}

@@ -36,8 +36,10 @@ use crate::upstream::{Fetch, FetchKind, FetchRequest, PathItem, UpstreamError, U
 pub struct DocumentLimits {
     /// Maximum selection depth.
     pub max_depth: usize,
-    /// Maximum number of fields (every alias counts) in a document.
+    /// Maximum number of fields (every alias counts, fragments expanded) in a document.
     pub max_fields: usize,
+    /// Maximum number of root fields (each is one subgraph request).
+    pub max_root_fields: usize,
 }
 
 /// An object some subgraph returned, with what is still to be fetched for it.
@@ -312,7 +314,7 @@ impl Engine {
         let fetch = node.plan.fetch_for(owner).ok_or_else(|| {
             gateway_error(format!(
                 "no fetch planned for {} from subgraph {}",
-                site.namespace, owner
+                site.namespace, self.supergraph.subgraphs[owner].name
             ))
         })?;
         let representation = representation(node, &fetch.key).map_err(|missing| {
@@ -407,8 +409,8 @@ fn nodes(
             plan: plan.clone(),
         })),
         (other, _) => Err(gateway_error(format!(
-            "subgraph {} returned {} where the schema expects {ty}",
-            plan.source, other
+            "a subgraph returned {other} where the schema expects {ty} (for {})",
+            plan.type_name
         ))),
     }
 }

@@ -23,14 +23,13 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::Value as Json;
 
-use async_graphql_parser::types::{
-    DocumentOperations, ExecutableDocument, OperationDefinition, OperationType,
-};
+use async_graphql_parser::types::{ExecutableDocument, OperationDefinition, OperationType};
 
-use crate::documents::{DocumentCache, DocumentKey};
+use crate::documents::{admit, DocumentCache, DocumentKey, Refusal};
+use crate::execute::DocumentLimits;
 use crate::execute::RequestScope;
 use crate::metrics::Metrics;
-use crate::response::write_body;
+use crate::response::{selected_operation, write_body};
 use crate::supergraph::Supergraph;
 
 /// Limits on what a client may send.
@@ -53,6 +52,7 @@ pub struct App {
     /// Serve `GET /debug/profile` (CPU sampling for flamegraphs).
     pub profiling: bool,
     pub documents: Arc<DocumentCache>,
+    pub document_limits: DocumentLimits,
 }
 
 const GRAPHQL_RESPONSE_JSON: &str = "application/graphql-response+json";
@@ -337,21 +337,6 @@ async fn read_body(body: Body, limits: &RequestLimits) -> Result<Bytes, Rejectio
     }
 }
 
-/// The operation of `doc` that `operation_name` selects, if it is unambiguous.
-fn selected_operation<'d>(
-    doc: &'d ExecutableDocument,
-    operation_name: Option<&str>,
-) -> Option<&'d OperationDefinition> {
-    match (&doc.operations, operation_name) {
-        (DocumentOperations::Single(op), _) => Some(&op.node),
-        (DocumentOperations::Multiple(ops), Some(name)) => ops.get(name).map(|op| &op.node),
-        (DocumentOperations::Multiple(ops), None) if ops.len() == 1 => {
-            ops.values().next().map(|op| &op.node)
-        }
-        (DocumentOperations::Multiple(_), None) => None,
-    }
-}
-
 /// Give every variable the operation declares with a default, and the client did not
 /// send, its default. (async-graphql's `@skip`/`@include` pass reads only the
 /// variables sent, so `@skip(if: $v)` with `$v: Boolean = true` would not skip.)
@@ -403,6 +388,24 @@ async fn execute(
             .ok()
             .map(Arc::new)
     });
+    if let Some(doc) = &document {
+        if !was_cached {
+            let limits = &app.document_limits;
+            if let Err(Refusal(message)) = admit(doc, limits.max_fields, limits.max_root_fields) {
+                // Like a validation error: the document is not executed.
+                let status = match media {
+                    MediaType::GraphqlResponseJson => StatusCode::BAD_REQUEST,
+                    MediaType::Json => StatusCode::OK,
+                };
+                return reject(
+                    Rejection::new(status, message),
+                    media,
+                    &app.metrics,
+                    started,
+                );
+            }
+        }
+    }
     if let Some(op) = document
         .as_ref()
         .and_then(|d| selected_operation(d, request.operation_name.as_deref()))
@@ -465,6 +468,7 @@ async fn execute(
         request.operation_name.as_deref(),
         &variables,
         &app.supergraph,
+        !request_error,
     ) {
         Ok(b) => b,
         Err(e) => {

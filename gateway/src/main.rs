@@ -35,6 +35,9 @@ struct Cli {
     /// Most fields (each alias counts) in one document.
     #[arg(long, default_value_t = 2000)]
     max_fields: usize,
+    /// Most root fields in one operation (each is one subgraph request).
+    #[arg(long, default_value_t = 64)]
+    max_root_fields: usize,
     /// Time a client has to send its request headers, in milliseconds.
     #[arg(long, default_value_t = 10_000)]
     header_read_timeout_ms: u64,
@@ -87,20 +90,18 @@ fn parse_subgraph(s: &str) -> Result<Subgraph, String> {
 
 impl Cli {
     fn config(&self) -> Result<GatewayConfig, String> {
-        if !(self.startup_timeout_secs.is_finite() && self.startup_timeout_secs >= 0.0) {
-            return Err("--startup-timeout-secs must be a non-negative number".into());
-        }
+        let startup_deadline =
+            Duration::try_from_secs_f64(self.startup_timeout_secs).map_err(|_| {
+                "--startup-timeout-secs must be a non-negative number of seconds".to_string()
+            })?;
         let mut names: Vec<&str> = self.subgraphs.iter().map(|s| s.name.as_str()).collect();
         names.sort_unstable();
         if names.windows(2).any(|w| w[0] == w[1]) {
             return Err("--subgraph: each subgraph name may appear once".into());
         }
         let seconds = |flag: &str, v: f64| {
-            if v.is_finite() && v >= 0.0 {
-                Ok(Duration::from_secs_f64(v))
-            } else {
-                Err(format!("{flag} must be a non-negative number of seconds"))
-            }
+            Duration::try_from_secs_f64(v)
+                .map_err(|_| format!("{flag} must be a non-negative number of seconds"))
         };
         if self.storage != "memory" {
             return Err(format!(
@@ -134,7 +135,7 @@ impl Cli {
         Ok(GatewayConfig {
             subgraphs: self.subgraphs.clone(),
             startup: Backoff {
-                deadline: Duration::from_secs_f64(self.startup_timeout_secs),
+                deadline: startup_deadline,
                 first: Duration::from_millis(50),
                 max: Duration::from_secs(2),
             },
@@ -149,6 +150,7 @@ impl Cli {
             documents: DocumentLimits {
                 max_depth: self.max_depth,
                 max_fields: self.max_fields,
+                max_root_fields: self.max_root_fields,
             },
             profiling: self.profiling,
             cache,

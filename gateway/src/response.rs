@@ -5,51 +5,90 @@
 //! wants the order of the query. [`write_body`] writes the JSON by walking the
 //! request's parsed document and the data together.
 
-use async_graphql::Variables;
-use async_graphql_parser::types::{DocumentOperations, ExecutableDocument, SelectionSet};
+use async_graphql::{ServerError, Variables};
+use async_graphql_parser::types::{
+    BaseType, DocumentOperations, ExecutableDocument, OperationDefinition, OperationType,
+    SelectionSet, Type,
+};
 use async_graphql_value::{indexmap::IndexMap, ConstValue, Name};
 
 use crate::plan::DocumentView;
 use crate::supergraph::{base_name, Supergraph};
 
-/// Serialize `response` with every object's keys in query order.
+/// The operation of `doc` that `operation_name` selects, if that is unambiguous.
+pub fn selected_operation<'d>(
+    doc: &'d ExecutableDocument,
+    operation_name: Option<&str>,
+) -> Option<&'d OperationDefinition> {
+    match (&doc.operations, operation_name) {
+        (DocumentOperations::Single(op), _) => Some(&op.node),
+        (DocumentOperations::Multiple(ops), Some(name)) => ops.get(name).map(|op| &op.node),
+        (DocumentOperations::Multiple(ops), None) if ops.len() == 1 => {
+            ops.values().next().map(|op| &op.node)
+        }
+        (DocumentOperations::Multiple(_), None) => None,
+    }
+}
+
+/// async-graphql's dynamic schema adds this when a non-null field resolved to null;
+/// the gateway has already reported why, at the same path.
+const NON_NULL_ECHO: &str = "internal: non-null types require a return value";
+
+/// Serialize `response` with every object's keys in query order and nulls propagated
+/// to the nearest nullable parent. `executed` is false for a request error (the
+/// document did not parse or validate): then the body has no `data`, as the spec asks.
 pub fn write_body(
     response: &async_graphql::Response,
     document: Option<&ExecutableDocument>,
     operation_name: Option<&str>,
     variables: &Variables,
     supergraph: &Supergraph,
+    executed: bool,
 ) -> serde_json::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(256);
-    out.extend_from_slice(b"{\"data\":");
-    let operation = document.and_then(|doc| match &doc.operations {
-        DocumentOperations::Single(op) => Some((doc, &op.node)),
-        DocumentOperations::Multiple(ops) => match operation_name {
-            Some(name) => ops.get(name).map(|op| (doc, &op.node)),
-            None => None,
-        },
-    });
-    match (operation, &response.data) {
-        (Some((doc, op)), ConstValue::Object(map)) => {
-            let view = DocumentView {
-                fragments: &doc.fragments,
-                variables,
-                operation: op,
-            };
-            let root = match op.ty {
-                async_graphql_parser::types::OperationType::Mutation => {
-                    supergraph.mutation_type.as_deref()
+    out.push(b'{');
+    if executed {
+        out.extend_from_slice(b"\"data\":");
+        let operation =
+            document.and_then(|doc| Some((doc, selected_operation(doc, operation_name)?)));
+        match (operation, &response.data) {
+            (Some((doc, op)), ConstValue::Object(map)) => {
+                let view = DocumentView {
+                    fragments: &doc.fragments,
+                    variables,
+                    operation: op,
+                };
+                let root = match op.ty {
+                    OperationType::Mutation => supergraph.mutation_type.as_deref(),
+                    _ => Some(supergraph.query_type.as_str()),
+                };
+                let writer = Writer { view, supergraph };
+                let start = out.len();
+                if !writer.object(&mut out, map, root, &[&op.selection_set.node])? {
+                    out.truncate(start);
+                    out.extend_from_slice(b"null");
                 }
-                _ => Some(supergraph.query_type.as_str()),
-            };
-            let writer = Writer { view, supergraph };
-            writer.object(&mut out, map, root, &[&op.selection_set.node])?;
+            }
+            (_, data) => serde_json::to_writer(&mut out, data)?,
         }
-        (_, data) => serde_json::to_writer(&mut out, data)?,
     }
-    if !response.errors.is_empty() {
-        out.extend_from_slice(b",\"errors\":");
-        serde_json::to_writer(&mut out, &response.errors)?;
+    let errors: Vec<&ServerError> = response
+        .errors
+        .iter()
+        .filter(|e| {
+            e.message != NON_NULL_ECHO
+                || !response
+                    .errors
+                    .iter()
+                    .any(|o| o.message != NON_NULL_ECHO && o.path == e.path)
+        })
+        .collect();
+    if !errors.is_empty() {
+        if executed {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"\"errors\":");
+        serde_json::to_writer(&mut out, &errors)?;
     }
     if !response.extensions.is_empty() {
         out.extend_from_slice(b",\"extensions\":");
@@ -64,40 +103,73 @@ struct Writer<'a> {
     supergraph: &'a Supergraph,
 }
 
+/// Whether null may stand at a position of type `ty` (unknown types, inside
+/// introspection results, may be null).
+fn nullable(ty: Option<&Type>) -> bool {
+    ty.is_none_or(|t| t.nullable)
+}
+
 impl Writer<'_> {
+    /// Write `value`, of schema type `ty` when known. Returns false when the value is
+    /// null where `ty` forbids it (after propagation): the caller must null itself.
     fn value(
         &self,
         out: &mut Vec<u8>,
         value: &ConstValue,
-        ty: Option<&str>,
+        ty: Option<&Type>,
         sets: &[&SelectionSet],
-    ) -> serde_json::Result<()> {
-        match value {
-            ConstValue::Object(map) if !sets.is_empty() => self.object(out, map, ty, sets),
+    ) -> serde_json::Result<bool> {
+        let start = out.len();
+        let ok = match value {
+            ConstValue::Null => {
+                out.extend_from_slice(b"null");
+                return Ok(nullable(ty));
+            }
+            ConstValue::Object(map) if !sets.is_empty() => {
+                let object_type = ty.map(base_name);
+                self.object(out, map, object_type, sets)?
+            }
             ConstValue::List(items) => {
+                let item_type = ty.and_then(|t| match &t.base {
+                    BaseType::List(inner) => Some(&**inner),
+                    BaseType::Named(_) => None,
+                });
                 out.push(b'[');
+                let mut ok = true;
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 {
                         out.push(b',');
                     }
-                    self.value(out, item, ty, sets)?;
+                    if !self.value(out, item, item_type, sets)? {
+                        ok = false;
+                        break;
+                    }
                 }
                 out.push(b']');
-                Ok(())
+                ok
             }
-            leaf => serde_json::to_writer(out, leaf),
+            leaf => {
+                serde_json::to_writer(&mut *out, leaf)?;
+                true
+            }
+        };
+        if ok {
+            return Ok(true);
         }
+        out.truncate(start);
+        out.extend_from_slice(b"null");
+        Ok(nullable(ty))
     }
 
-    /// `ty` is the object's type when known (`None` inside introspection results,
-    /// where every fragment is taken to apply).
+    /// Write an object of type `ty` (`None` inside introspection results, where every
+    /// fragment is taken to apply). Returns false when a non-null field is null.
     fn object(
         &self,
         out: &mut Vec<u8>,
         map: &IndexMap<Name, ConstValue>,
         ty: Option<&str>,
         sets: &[&SelectionSet],
-    ) -> serde_json::Result<()> {
+    ) -> serde_json::Result<bool> {
         let mut fields = Vec::new();
         for set in sets {
             self.view.collect_fields(ty, set, &mut fields);
@@ -109,7 +181,6 @@ impl Writer<'_> {
             if written.contains(&key) {
                 continue;
             }
-            let Some(value) = map.get(key) else { continue };
             if !written.is_empty() {
                 out.push(b',');
             }
@@ -121,10 +192,14 @@ impl Writer<'_> {
                 .collect();
             let child_ty = ty
                 .and_then(|t| self.supergraph.field(t, field.name.node.as_str()))
-                .map(|def| base_name(&def.ty));
+                .map(|def| &def.ty);
             serde_json::to_writer(&mut *out, key)?;
             out.push(b':');
-            self.value(out, value, child_ty, &child_sets)?;
+            // A field async-graphql left out (its resolver failed) is null.
+            let value = map.get(key).unwrap_or(&ConstValue::Null);
+            if !self.value(out, value, child_ty, &child_sets)? {
+                return Ok(false);
+            }
         }
         // Anything the document does not explain keeps async-graphql's order.
         for (key, value) in map {
@@ -139,6 +214,6 @@ impl Writer<'_> {
             }
         }
         out.push(b'}');
-        Ok(())
+        Ok(true)
     }
 }

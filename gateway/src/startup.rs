@@ -131,5 +131,6 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
         limits: config.requests.clone(),
         profiling: config.profiling,
         documents,
+        document_limits: config.documents.clone(),
     }))
 }

@@ -134,9 +134,14 @@ impl SubgraphClients {
             builder = builder.header(AUTHORIZATION, auth.clone());
         }
         let name = || subgraph.name.clone();
+        // Only a request that may have met a dead keep-alive connection is worth a
+        // second try: not a timeout, and not a refused connect (the subgraph is down).
         let response = match builder.send().await {
             Ok(r) => r,
-            Err(e) => return Err((self.transport_error(&subgraph.name, &e), !e.is_timeout())),
+            Err(e) => {
+                let retryable = !e.is_timeout() && !e.is_connect();
+                return Err((self.transport_error(&subgraph.name, &e), retryable));
+            }
         };
         let status = response.status();
         let bytes = match response.bytes().await {

@@ -137,7 +137,8 @@ async fn invalid_documents_are_graphql_errors() {
         let (status, text) = lab.post_raw(serde_json::to_vec(&body).unwrap()).await;
         assert_eq!(status, 200, "{name}: {text}");
         let v: Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(v["data"], Value::Null, "{name}: {text}");
+        // Not executed: the spec wants no `data` at all.
+        assert!(v.get("data").is_none(), "{name}: {text}");
         assert!(first_error(&text).contains(needle), "{name}: {text}");
         // … application/graphql-response+json: a 400.
         let r = lab
@@ -199,12 +200,12 @@ async fn oversized_deep_and_flooding_documents_are_refused() {
         .map(|i| format!("a{i}: topPosts(count: 1) {{ pid }} "))
         .collect();
     let v = lab.query(&format!("{{ {flood} }}")).await;
-    assert_eq!(v["data"], Value::Null);
+    assert!(v.get("data").is_none(), "{v}");
     assert!(
         v["errors"][0]["message"]
             .as_str()
             .unwrap()
-            .contains("too complex"),
+            .contains("selects 6000 fields"),
         "{v}"
     );
     // Still serving.

@@ -323,6 +323,12 @@ async fn a_subgraph_that_is_down_turns_only_its_fields_into_errors() {
     assert_eq!(answer["data"]["topPosts"][0]["pid"], "p1");
     let errors = answer["errors"].as_array().unwrap();
     assert!(
+        errors
+            .iter()
+            .all(|e| !e["message"].as_str().unwrap().starts_with("internal")),
+        "{answer}"
+    );
+    assert!(
         errors.iter().any(|e| e["path"] == json!(["me"])
             && e["message"]
                 .as_str()
@@ -379,4 +385,24 @@ async fn metrics_report_requests_upstream_requests_and_latency() {
         .await
         .unwrap();
     assert_eq!(health.status(), 200);
+}
+
+#[tokio::test]
+async fn responses_keep_query_order_for_named_operations_fragments_and_aliases() {
+    let lab = Lab::start().await;
+    let named = format!("query Seed {}", &SEED["query ".len()..]);
+    let (_, body) = lab
+        .post_raw(serde_json::to_vec(&json!({ "query": named })).unwrap())
+        .await;
+    assert_eq!(body, SEED_ANSWER);
+    // Post-service fields first in the text, user-service fields after, through a
+    // fragment and aliases: the answer follows the text, not which subgraph was faster.
+    let query = "query Q { z: topPosts(count: 1) { ...P } a: me { ... on User { topPosts(count: 1) { title } n: name } } } fragment P on Post { title pid }";
+    let (_, body) = lab
+        .post_raw(serde_json::to_vec(&json!({ "query": query })).unwrap())
+        .await;
+    assert_eq!(
+        body,
+        r#"{"data":{"z":[{"title":"Post 1","pid":"p1"}],"a":{"topPosts":[{"title":"Post 1"}],"n":"John"}}}"#
+    );
 }

@@ -38,9 +38,11 @@ pub struct Bearer(pub String);
 impl Bearer {
     fn from_headers(headers: &HeaderMap) -> Option<Bearer> {
         let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-        let token = value
-            .strip_prefix("Bearer ")
-            .or_else(|| value.strip_prefix("bearer "))?;
+        // The scheme is case-insensitive (RFC 9110).
+        let (scheme, token) = value.split_once(' ')?;
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return None;
+        }
         let token = token.trim();
         (!token.is_empty()).then(|| Bearer(token.to_string()))
     }

@@ -102,6 +102,7 @@ pub fn config(subgraphs: Vec<Subgraph>) -> GatewayConfig {
         documents: DocumentLimits {
             max_depth: 32,
             max_fields: 2000,
+            max_root_fields: 64,
         },
         profiling: true,
         cache: None,
