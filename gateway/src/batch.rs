@@ -1,10 +1,12 @@
-//! Entity batching: one `_entities` request per subgraph and selection per level.
+//! Entity batching: one request per subgraph per level, whatever the selections.
 //!
 //! async-graphql resolves sibling fields and list items concurrently inside one task:
 //! in a single pass it polls every item's resolver once. The first resolver to ask for
-//! an entity opens a [`Batch`] and becomes its leader; it yields once, so that the rest
-//! of the pass can join the batch, then seals it and sends one request for all the
-//! representations collected (duplicates collapse to one). Followers wait for the
+//! an entity from a subgraph opens a [`Batch`] and becomes its leader; it yields once,
+//! so that the rest of the pass can join the batch, then seals it and sends one request
+//! for all the representations collected (duplicates collapse to one). Representations
+//! that want different selections (`a: author { name }`, `b: author { n: name }`) go in
+//! the same request as separate aliased `_entities` fields. Followers wait for the
 //! result.
 //!
 //! A leader can be dropped mid-way (async-graphql drops the remaining futures of a list
@@ -25,12 +27,16 @@ use crate::upstream::{
     Fetch, FetchError, FetchKind, FetchRequest, PathItem, UpstreamError, UpstreamResponse,
 };
 
-/// Split an `_entities` response into one response per representation: the entity as
-/// `data`, and its errors with paths relative to it (`["_entities", i, …]` → `[…]`;
-/// errors without a path go to every entity).
-pub fn split_entities(response: &UpstreamResponse, count: usize) -> Vec<Arc<UpstreamResponse>> {
+/// Split the answer to the `alias: _entities(...)` field of a batch into one response
+/// per representation: the entity as `data`, and its errors with paths relative to it
+/// (`[alias, i, …]` → `[…]`; errors without such a path go to every entity).
+pub fn split_entities(
+    response: &UpstreamResponse,
+    alias: &str,
+    count: usize,
+) -> Vec<Arc<UpstreamResponse>> {
     let mut entities = match &response.data {
-        Some(ConstValue::Object(data)) => match data.get("_entities") {
+        Some(ConstValue::Object(data)) => match data.get(alias) {
             Some(ConstValue::List(items)) => items.clone(),
             _ => Vec::new(),
         },
@@ -46,7 +52,7 @@ pub fn split_entities(response: &UpstreamResponse, count: usize) -> Vec<Arc<Upst
         .collect();
     for error in &response.errors {
         match error.path.as_slice() {
-            [PathItem::Key(k), PathItem::Index(i), rest @ ..] if k == "_entities" => {
+            [PathItem::Key(k), PathItem::Index(i), rest @ ..] if k == alias => {
                 if let Some(entity) = split.get_mut(*i) {
                     entity.errors.push(UpstreamError {
                         message: error.message.clone(),
@@ -54,6 +60,7 @@ pub fn split_entities(response: &UpstreamResponse, count: usize) -> Vec<Arc<Upst
                     });
                 }
             }
+            [PathItem::Key(k), ..] if k != alias => {} // another group's
             _ => {
                 for entity in &mut split {
                     entity.errors.push(UpstreamError {
@@ -67,7 +74,8 @@ pub fn split_entities(response: &UpstreamResponse, count: usize) -> Vec<Arc<Upst
     split.into_iter().map(Arc::new).collect()
 }
 
-type Outcome = Result<Arc<Vec<Arc<UpstreamResponse>>>, FetchError>;
+/// Per group, per representation: each entity's share of the answer.
+type Outcome = Result<Arc<Vec<Vec<Arc<UpstreamResponse>>>>, FetchError>;
 
 enum Phase {
     Open,
@@ -76,26 +84,30 @@ enum Phase {
     Done(Outcome),
 }
 
-struct BatchState {
+/// The representations that share one selection: one `_entities` field of the request.
+struct Group {
+    type_name: String,
+    selection: Arc<str>,
     representations: Vec<ConstValue>,
     index: HashMap<String, usize>,
+}
+
+struct BatchState {
+    groups: Vec<Group>,
     phase: Phase,
 }
 
+/// One request to one subgraph: every group collected in one pass.
 struct Batch {
     subgraph: SubgraphId,
-    type_name: String,
-    selection: Arc<str>,
     state: Mutex<BatchState>,
     changed: Notify,
 }
 
-type BatchKey = (SubgraphId, Arc<str>);
-
 /// The batches of one client request.
 #[derive(Default)]
 pub struct EntityBatcher {
-    open: Mutex<HashMap<BatchKey, Arc<Batch>>>,
+    open: Mutex<HashMap<SubgraphId, Arc<Batch>>>,
 }
 
 /// Marks the batch abandoned if its sender is dropped before the answer is in.
@@ -133,7 +145,8 @@ impl EntityBatcher {
         representation: ConstValue,
         authorization: Option<&HeaderValue>,
     ) -> Result<Arc<UpstreamResponse>, FetchError> {
-        let (batch, index, leader) = self.join(subgraph, type_name, selection, representation);
+        let (batch, group, index, leader) =
+            self.join(subgraph, type_name, selection, representation);
         if leader {
             let mut guard = SenderGuard {
                 batch: &batch,
@@ -151,7 +164,7 @@ impl EntityBatcher {
                 let mut state = lock(&batch.state);
                 match &state.phase {
                     Phase::Done(outcome) => {
-                        return outcome.clone().map(|entities| entities[index].clone());
+                        return outcome.clone().map(|groups| groups[group][index].clone());
                     }
                     Phase::Abandoned => {
                         state.phase = Phase::Open;
@@ -173,25 +186,23 @@ impl EntityBatcher {
         }
     }
 
+    /// Add a representation to the open batch for `subgraph`; returns the batch, the
+    /// group and index of the representation, and whether this caller leads.
     fn join(
         &self,
         subgraph: SubgraphId,
         type_name: &str,
         selection: &Arc<str>,
         representation: ConstValue,
-    ) -> (Arc<Batch>, usize, bool) {
+    ) -> (Arc<Batch>, usize, usize, bool) {
         let mut open = lock(&self.open);
-        let key = (subgraph, selection.clone());
         let batch = open
-            .entry(key)
+            .entry(subgraph)
             .or_insert_with(|| {
                 Arc::new(Batch {
                     subgraph,
-                    type_name: type_name.to_string(),
-                    selection: selection.clone(),
                     state: Mutex::new(BatchState {
-                        representations: Vec::new(),
-                        index: HashMap::new(),
+                        groups: Vec::new(),
                         phase: Phase::Open,
                     }),
                     changed: Notify::new(),
@@ -199,22 +210,36 @@ impl EntityBatcher {
             })
             .clone();
         let mut state = lock(&batch.state);
-        let leader = state.representations.is_empty();
+        let leader = state.groups.is_empty();
+        let group = match state.groups.iter().position(|g| g.selection == *selection) {
+            Some(g) => g,
+            None => {
+                state.groups.push(Group {
+                    type_name: type_name.to_string(),
+                    selection: selection.clone(),
+                    representations: Vec::new(),
+                    index: HashMap::new(),
+                });
+                state.groups.len() - 1
+            }
+        };
+        let group_state = &mut state.groups[group];
         let id = representation.to_string();
-        let index = match state.index.get(&id) {
+        let index = match group_state.index.get(&id) {
             Some(&i) => i,
             None => {
-                let i = state.representations.len();
-                state.representations.push(representation);
-                state.index.insert(id, i);
+                let i = group_state.representations.len();
+                group_state.representations.push(representation);
+                group_state.index.insert(id, i);
                 i
             }
         };
         drop(state);
-        (batch, index, leader)
+        (batch, group, index, leader)
     }
 
-    /// Seal `batch` (later loads open a new one) and send it.
+    /// Seal `batch` (later loads open a new one) and send it: one `_entities` field
+    /// per group, aliased `e0`, `e1`, …, each with its own representations variable.
     async fn send(
         &self,
         batch: &Arc<Batch>,
@@ -223,35 +248,66 @@ impl EntityBatcher {
     ) {
         {
             let mut open = lock(&self.open);
-            let key = (batch.subgraph, batch.selection.clone());
-            if open.get(&key).is_some_and(|b| Arc::ptr_eq(b, batch)) {
-                open.remove(&key);
+            if open
+                .get(&batch.subgraph)
+                .is_some_and(|b| Arc::ptr_eq(b, batch))
+            {
+                open.remove(&batch.subgraph);
             }
         }
-        let representations = {
+        let (groups, type_name) = {
             let mut state = lock(&batch.state);
             state.phase = Phase::Sending;
-            state.representations.clone()
+            let groups: Vec<(Arc<str>, Vec<ConstValue>)> = state
+                .groups
+                .iter()
+                .map(|g| (g.selection.clone(), g.representations.clone()))
+                .collect();
+            let type_name = state
+                .groups
+                .first()
+                .map(|g| g.type_name.clone())
+                .unwrap_or_default();
+            (groups, type_name)
         };
-        let query = format!(
-            "query($representations:[_Any!]!){{_entities(representations:$representations){{{}}}}}",
-            batch.selection
-        );
-        let count = representations.len();
-        let variables = serde_json::json!({ "representations": representations });
+        let mut query = String::from("query(");
+        for i in 0..groups.len() {
+            if i > 0 {
+                query.push(',');
+            }
+            query.push_str(&format!("$r{i}:[_Any!]!"));
+        }
+        query.push_str("){");
+        let mut variables = serde_json::Map::new();
+        let mut counts = Vec::with_capacity(groups.len());
+        for (i, (selection, representations)) in groups.into_iter().enumerate() {
+            query.push_str(&format!(
+                "e{i}:_entities(representations:$r{i}){{{selection}}}"
+            ));
+            counts.push(representations.len());
+            variables.insert(
+                format!("r{i}"),
+                serde_json::to_value(&representations).unwrap_or(serde_json::Value::Null),
+            );
+        }
+        query.push('}');
         let request = FetchRequest {
             subgraph: batch.subgraph,
             kind: FetchKind::Entities {
-                type_name: &batch.type_name,
+                type_name: &type_name,
             },
             query,
-            variables: Some(variables),
+            variables: Some(serde_json::Value::Object(variables)),
             authorization,
         };
-        let outcome = fetch
-            .fetch(request)
-            .await
-            .map(|response| Arc::new(split_entities(&response, count)));
+        let outcome = fetch.fetch(request).await.map(|response| {
+            let split = counts
+                .iter()
+                .enumerate()
+                .map(|(i, &count)| split_entities(&response, &format!("e{i}"), count))
+                .collect();
+            Arc::new(split)
+        });
         lock(&batch.state).phase = Phase::Done(outcome);
         batch.changed.notify_waiters();
     }

@@ -51,6 +51,22 @@ async fn batching_sends_one_entities_request_per_subgraph_per_level() {
 }
 
 #[tokio::test]
+async fn different_selections_of_one_level_share_one_request() {
+    let lab = Lab::start().await;
+    let before = lab.subgraph_requests().await;
+    let answer = lab
+        .query("{ topPosts(count: 4) { a: author { name } b: author { n: name } } }")
+        .await;
+    let after = lab.subgraph_requests().await;
+    assert_eq!(
+        answer["data"]["topPosts"][1],
+        json!({ "a": { "name": "Jane" }, "b": { "n": "Jane" } })
+    );
+    // Two selections, one users request (two aliased `_entities` fields in it).
+    assert_eq!(after.0 - before.0, 1);
+}
+
+#[tokio::test]
 async fn entity_chains_go_both_ways_through_lists_and_nulls() {
     let lab = Lab::start().await;
     let answer = lab
