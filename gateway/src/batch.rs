@@ -5,9 +5,13 @@
 //! an entity from a subgraph opens a [`Batch`] and becomes its leader; it yields once,
 //! so that the rest of the pass can join the batch, then seals it and sends one request
 //! for all the representations collected (duplicates collapse to one). Representations
-//! that want different selections (`a: author { name }`, `b: author { n: name }`) go in
-//! the same request as separate aliased `_entities` fields. Followers wait for the
-//! result.
+//! that arrive in the same pass with different selections go in the same request as
+//! separate aliased `_entities` fields. Followers wait for the result.
+//!
+//! async-graphql's dynamic schema resolves list items concurrently but the fields of a
+//! nested object one after another, so two sibling fields that each need an entity
+//! fetch (`a: author { name } b: author { n: name }`) cost one request each, for all
+//! the list's items together: never one per parent.
 //!
 //! A leader can be dropped mid-way (async-graphql drops the remaining futures of a list
 //! when a non-null error bubbles up). Its drop guard marks the batch abandoned and
@@ -94,6 +98,8 @@ struct Group {
 
 struct BatchState {
     groups: Vec<Group>,
+    /// How many loads have joined, to tell when a pass brought no more.
+    joins: usize,
     phase: Phase,
 }
 
@@ -153,7 +159,17 @@ impl EntityBatcher {
                 armed: true,
             };
             // Let the rest of this pass (sibling items, sibling fields) join the batch.
-            tokio::task::yield_now().await;
+            // async-graphql's containers may stop a pass early once two children have
+            // yielded, so keep yielding while others are still joining (bounded).
+            let mut seen = lock(&batch.state).joins;
+            for _ in 0..16 {
+                tokio::task::yield_now().await;
+                let joins = lock(&batch.state).joins;
+                if joins == seen {
+                    break;
+                }
+                seen = joins;
+            }
             self.send(&batch, fetch, authorization).await;
             guard.armed = false;
         }
@@ -203,6 +219,7 @@ impl EntityBatcher {
                     subgraph,
                     state: Mutex::new(BatchState {
                         groups: Vec::new(),
+                        joins: 0,
                         phase: Phase::Open,
                     }),
                     changed: Notify::new(),
@@ -211,6 +228,7 @@ impl EntityBatcher {
             .clone();
         let mut state = lock(&batch.state);
         let leader = state.groups.is_empty();
+        state.joins += 1;
         let group = match state.groups.iter().position(|g| g.selection == *selection) {
             Some(g) => g,
             None => {
