@@ -81,11 +81,16 @@ struct Root {
 type ResolveResult<'a> = async_graphql::Result<Option<FieldValue<'a>>>;
 
 /// Build the public, executable schema.
+///
+/// `mode` picks async-graphql's validation: `Strict` for documents seen for the first
+/// time, `Fast` (cycles, depth and complexity only) for documents that already passed
+/// strict validation and are served from the document cache.
 pub fn build_schema(
     supergraph: Arc<Supergraph>,
     fetch: Arc<dyn Fetch>,
     cache: Option<Arc<ResolverCache>>,
     limits: &DocumentLimits,
+    mode: async_graphql::ValidationMode,
 ) -> Result<dynamic::Schema, dynamic::SchemaError> {
     let engine = Arc::new(Engine {
         supergraph: supergraph.clone(),
@@ -100,7 +105,8 @@ pub fn build_schema(
     .limit_depth(limits.max_depth)
     .limit_recursive_depth(limits.max_depth.max(32))
     .limit_complexity(limits.max_fields)
-    .limit_directives(16);
+    .limit_directives(16)
+    .validation_mode(mode);
     for (type_index, (name, def)) in supergraph.types.iter().enumerate() {
         builder = match &def.kind {
             Kind::Object(object) => {

@@ -25,7 +25,7 @@ use serde_json::Value as Json;
 
 use async_graphql_parser::types::{ExecutableDocument, OperationDefinition, OperationType};
 
-use crate::documents::{admit, DocumentCache, DocumentKey, Refusal};
+use crate::documents::{admit, check_variables, DocumentCache, DocumentKey, Refusal};
 use crate::execute::DocumentLimits;
 use crate::execute::RequestScope;
 use crate::metrics::Metrics;
@@ -45,7 +45,12 @@ pub struct RequestLimits {
 
 /// Everything a handler needs.
 pub struct App {
+    /// Validates every document strictly.
     pub schema: dynamic::Schema,
+    /// The same schema validating only cycles, depth and complexity: for documents
+    /// from the document cache (they passed strict validation before) whose variables
+    /// fit their declared types.
+    pub trusted_schema: dynamic::Schema,
     pub supergraph: Arc<Supergraph>,
     pub metrics: Arc<Metrics>,
     pub limits: RequestLimits,
@@ -149,6 +154,22 @@ fn reject(r: Rejection, media: MediaType, metrics: &Metrics, started: Instant) -
             .insert(header::ALLOW, HeaderValue::from_static("POST"));
     }
     response
+}
+
+/// A document refused like a validation error: it is not executed, so the answer is a
+/// GraphQL error (200 under `application/json`, 400 under
+/// `application/graphql-response+json`).
+fn not_executed(
+    message: String,
+    media: MediaType,
+    metrics: &Metrics,
+    started: Instant,
+) -> Response {
+    let status = match media {
+        MediaType::GraphqlResponseJson => StatusCode::BAD_REQUEST,
+        MediaType::Json => StatusCode::OK,
+    };
+    reject(Rejection::new(status, message), media, metrics, started)
 }
 
 /// A GraphQL request as the client sent it, before execution.
@@ -418,6 +439,9 @@ async fn execute(
             return reject(r, media, &app.metrics, started);
         }
         apply_variable_defaults(op, &mut variables);
+        if let Err(Refusal(message)) = check_variables(op, &variables, &app.supergraph) {
+            return not_executed(message, media, &app.metrics, started);
+        }
     }
     let scope = RequestScope {
         authorization: headers.get(header::AUTHORIZATION).cloned(),
@@ -433,20 +457,32 @@ async fn execute(
     if let Some(name) = &request.operation_name {
         gql = gql.operation_name(name.clone());
     }
-    let response =
-        match tokio::time::timeout(app.limits.request_timeout, app.schema.execute(gql)).await {
-            Ok(r) => r,
-            Err(_) => {
-                let r = Rejection::new(
-                    StatusCode::GATEWAY_TIMEOUT,
-                    format!(
-                        "the request did not complete within {:?}",
-                        app.limits.request_timeout
-                    ),
-                );
-                return reject(r, media, &app.metrics, started);
-            }
-        };
+    // A cached document passed strict validation before, and its variables were just
+    // checked: it needs only async-graphql's cheap checks (cycles, depth, complexity).
+    let trusted = was_cached
+        && document
+            .as_deref()
+            .and_then(|d| selected_operation(d, request.operation_name.as_deref()))
+            .is_some();
+    let schema = if trusted {
+        &app.trusted_schema
+    } else {
+        &app.schema
+    };
+    let response = match tokio::time::timeout(app.limits.request_timeout, schema.execute(gql)).await
+    {
+        Ok(r) => r,
+        Err(_) => {
+            let r = Rejection::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                format!(
+                    "the request did not complete within {:?}",
+                    app.limits.request_timeout
+                ),
+            );
+            return reject(r, media, &app.metrics, started);
+        }
+    };
     // A response without data means the document was never executed (it did not
     // parse or validate): a request error in GraphQL-over-HTTP terms.
     let request_error =

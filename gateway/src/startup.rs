@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context as _};
+use async_graphql::ValidationMode;
 
 use crate::caching::{CacheSettings, ResolverCache};
 use crate::documents::DocumentCache;
@@ -122,10 +123,25 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
             out.push_str(&documents.prometheus());
         }
     });
-    let schema = build_schema(supergraph.clone(), fetch, cache, &config.documents)
-        .context("building the public schema")?;
+    let schema = build_schema(
+        supergraph.clone(),
+        fetch.clone(),
+        cache.clone(),
+        &config.documents,
+        ValidationMode::Strict,
+    )
+    .context("building the public schema")?;
+    let trusted_schema = build_schema(
+        supergraph.clone(),
+        fetch,
+        cache,
+        &config.documents,
+        ValidationMode::Fast,
+    )
+    .context("building the public schema")?;
     Ok(Arc::new(App {
         schema,
+        trusted_schema,
         supergraph,
         metrics,
         limits: config.requests.clone(),

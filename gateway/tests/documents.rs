@@ -80,3 +80,30 @@ async fn documents_that_fail_are_not_kept() {
     assert_eq!(misses, 6.0);
     assert_eq!(bytes, 0.0);
 }
+
+#[tokio::test]
+async fn a_cached_document_with_bad_variables_is_still_refused() {
+    let lab = Lab::start().await;
+    let query = "query($c: Int!, $p: ID!) { topPosts(count: $c) { pid } getPost(pid: $p) { pid } }";
+    let ok = lab
+        .query_with(query, json!({ "c": 1, "p": "p2" }), &[])
+        .await;
+    assert_eq!(ok["data"]["topPosts"], json!([{ "pid": "p1" }]), "{ok}");
+    // The document is now cached (validated once); these variables do not fit it.
+    let bad = [
+        json!({ "c": "two", "p": "p2" }),
+        json!({ "p": "p2" }),
+        json!({ "c": 1, "p": true }),
+        json!({ "c": 3_000_000_000i64, "p": "p2" }),
+    ];
+    for variables in bad {
+        let answer = lab.query_with(query, variables.clone(), &[]).await;
+        assert!(answer.get("data").is_none(), "{variables}: {answer}");
+        assert!(
+            answer["errors"][0]["message"].is_string(),
+            "{variables}: {answer}"
+        );
+    }
+    let (hits, misses, _, _) = doc_metrics(&lab).await;
+    assert_eq!((hits, misses), (4.0, 1.0));
+}
