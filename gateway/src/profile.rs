@@ -5,6 +5,8 @@
 //! `thread;root;…;leaf COUNT` line per distinct stack, ready for inferno. Only one
 //! profile runs at a time (the sampler is process-wide); a second request gets 409.
 //! The kernel tick caps sampling near 250 Hz here, so `hz` is clamped to 1..=250.
+//! Frame names are shortened to their paths without generic arguments
+//! ([`short_name`]): async code's types run to kilobytes per frame otherwise.
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -69,10 +71,85 @@ async fn sample(duration: Duration, hz: i32) -> Result<String, pprof::Error> {
         for frame in frames.frames.iter().rev() {
             for symbol in frame.iter().rev() {
                 out.push(';');
-                out.push_str(&symbol.name().replace(';', ":"));
+                out.push_str(&short_name(&symbol.name()));
             }
         }
         let _ = writeln!(out, " {count}");
     }
     Ok(out)
+}
+
+/// `<alloc::boxed::Box<dyn Fn()> as core::ops::FnOnce<()>>::call_once` →
+/// `alloc::boxed::Box::call_once`: a frame's path without generic arguments, `as Trait`
+/// qualifications or hash suffix (and no `;`, the collapsed-stack separator).
+pub fn short_name(name: &str) -> String {
+    let name = match name.rfind("::h") {
+        Some(i) if name.len() - i == 19 && name[i + 3..].bytes().all(|b| b.is_ascii_hexdigit()) => {
+            &name[..i]
+        }
+        _ => name,
+    };
+    let mut out = String::with_capacity(name.len().min(128));
+    let bytes = name.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'<' => {
+                // Skip to the matching '>', keeping a qualified path's self type.
+                let start = i;
+                let mut depth = 0usize;
+                while i < bytes.len() {
+                    match bytes[i] {
+                        b'<' => depth += 1,
+                        b'>' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    i += 1;
+                }
+                let qualified = start == 0 || bytes[start - 1] == b';';
+                if qualified {
+                    let inner = &name[start + 1..i.min(name.len())];
+                    let self_type = inner.split(" as ").next().unwrap_or(inner);
+                    out.push_str(&short_name(self_type));
+                }
+                i += 1;
+            }
+            b';' => {
+                out.push(':');
+                i += 1;
+            }
+            b => {
+                out.push(b as char);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_name;
+
+    #[test]
+    fn frame_names_lose_generics_and_qualifications() {
+        assert_eq!(
+            short_name("<alloc::boxed::Box<dyn core::ops::function::FnOnce<(), Output = ()> + core::marker::Send> as core::ops::function::FnOnce<()>>::call_once"),
+            "alloc::boxed::Box::call_once"
+        );
+        assert_eq!(
+            short_name("tokio::runtime::task::harness::poll_future<gateway::http::Foo<u8>>"),
+            "tokio::runtime::task::harness::poll_future"
+        );
+        assert_eq!(
+            short_name("core::ptr::drop_in_place::h0123456789abcdef"),
+            "core::ptr::drop_in_place"
+        );
+        assert_eq!(short_name("{closure#0}<a;b>"), "{closure#0}");
+    }
 }
