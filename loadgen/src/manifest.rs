@@ -68,7 +68,13 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
 
 pub fn git_state(dir: &Path) -> GitState {
     let commit = git(dir, &["rev-parse", "--verify", "--quiet", "HEAD"]).filter(|c| !c.is_empty());
-    let dirty = git(dir, &["status", "--porcelain"]).map(|s| !s.is_empty());
+    // The lab's own output (results/) does not make the build dirty: a run written
+    // there just before must not mark the next run of the same commit.
+    let dirty = git(
+        dir,
+        &["status", "--porcelain", "--", ".", ":(exclude)results"],
+    )
+    .map(|s| !s.is_empty());
     GitState { commit, dirty }
 }
 
