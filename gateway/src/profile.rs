@@ -80,8 +80,10 @@ async fn sample(duration: Duration, hz: i32) -> Result<String, pprof::Error> {
 }
 
 /// `<alloc::boxed::Box<dyn Fn()> as core::ops::FnOnce<()>>::call_once` →
-/// `alloc::boxed::Box::call_once`: a frame's path without generic arguments, `as Trait`
-/// qualifications or hash suffix (and no `;`, the collapsed-stack separator).
+/// `alloc::boxed::Box<dyn Fn()>::call_once`: a frame's path with each generic argument
+/// list cut to its first argument's path (enough to tell `poll_future<hyper_util::client…>`
+/// from `poll_future<gateway::http…>`), without `as Trait` qualifications, hash suffix
+/// or `;` (the collapsed-stack separator).
 pub fn short_name(name: &str) -> String {
     let name = match name.rfind("::h") {
         Some(i) if name.len() - i == 19 && name[i + 3..].bytes().all(|b| b.is_ascii_hexdigit()) => {
@@ -89,35 +91,29 @@ pub fn short_name(name: &str) -> String {
         }
         _ => name,
     };
-    let mut out = String::with_capacity(name.len().min(128));
     let bytes = name.as_bytes();
+    let mut out = String::with_capacity(name.len().min(160));
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
             b'<' => {
-                // Skip to the matching '>', keeping a qualified path's self type.
-                let start = i;
-                let mut depth = 0usize;
-                while i < bytes.len() {
-                    match bytes[i] {
-                        b'<' => depth += 1,
-                        b'>' => {
-                            depth -= 1;
-                            if depth == 0 {
-                                break;
-                            }
-                        }
-                        _ => {}
-                    }
-                    i += 1;
+                let end = matching(bytes, i);
+                let inner = &name[i + 1..end.min(name.len())];
+                if i == 0 {
+                    // `<Self as Trait>::f`: keep `Self`.
+                    out.push_str(&short_name(inner.split(" as ").next().unwrap_or(inner)));
+                } else {
+                    // Generic arguments: keep the first one's path, drop the rest.
+                    let cut = inner.bytes().enumerate().position(|(j, b)| {
+                        matches!(b, b'<' | b',')
+                            || (b == b'>' && (j == 0 || inner.as_bytes()[j - 1] != b'-'))
+                    });
+                    let first = cut.map_or(inner, |j| &inner[..j]);
+                    out.push('<');
+                    out.push_str(first.trim());
+                    out.push('>');
                 }
-                let qualified = start == 0 || bytes[start - 1] == b';';
-                if qualified {
-                    let inner = &name[start + 1..i.min(name.len())];
-                    let self_type = inner.split(" as ").next().unwrap_or(inner);
-                    out.push_str(&short_name(self_type));
-                }
-                i += 1;
+                i = end + 1;
             }
             b';' => {
                 out.push(':');
@@ -132,24 +128,43 @@ pub fn short_name(name: &str) -> String {
     out
 }
 
+/// The index of the `>` closing the `<` at `open` (or the end).
+fn matching(bytes: &[u8], open: usize) -> usize {
+    let mut depth = 0usize;
+    for (j, &b) in bytes.iter().enumerate().skip(open) {
+        match b {
+            b'<' => depth += 1,
+            b'>' if j > 0 && bytes[j - 1] == b'-' => {} // `->` in a fn type
+            b'>' => {
+                depth -= 1;
+                if depth == 0 {
+                    return j;
+                }
+            }
+            _ => {}
+        }
+    }
+    bytes.len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::short_name;
 
     #[test]
-    fn frame_names_lose_generics_and_qualifications() {
+    fn frame_names_keep_one_path_per_generic_list() {
         assert_eq!(
             short_name("<alloc::boxed::Box<dyn core::ops::function::FnOnce<(), Output = ()> + core::marker::Send> as core::ops::function::FnOnce<()>>::call_once"),
-            "alloc::boxed::Box::call_once"
+            "alloc::boxed::Box<dyn core::ops::function::FnOnce>::call_once"
         );
         assert_eq!(
-            short_name("tokio::runtime::task::harness::poll_future<gateway::http::Foo<u8>>"),
-            "tokio::runtime::task::harness::poll_future"
+            short_name("tokio::runtime::task::harness::poll_future<hyper_util::client::legacy::Pool<u8>, S>"),
+            "tokio::runtime::task::harness::poll_future<hyper_util::client::legacy::Pool>"
         );
         assert_eq!(
             short_name("core::ptr::drop_in_place::h0123456789abcdef"),
             "core::ptr::drop_in_place"
         );
-        assert_eq!(short_name("{closure#0}<a;b>"), "{closure#0}");
+        assert_eq!(short_name("f<fn() -> u8, X>;g"), "f<fn() -> u8>:g");
     }
 }
