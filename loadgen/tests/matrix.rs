@@ -109,25 +109,14 @@ fn matrix_quick_runs_the_seed_experiment_end_to_end() {
         assert!(m.gateway_cpu_cores.unwrap() > 0.0, "{m:?}");
         assert!(m.gateway_peak_rss_bytes.unwrap() > 0, "{m:?}");
         assert!(c.ratio.is_some(), "{}", c.name);
-        // Each configuration has a flamegraph, or says why it has none.
-        match &c.flamegraph {
-            Some(file) => {
-                assert!(file.contains("flame"), "{file}");
-                let svg = std::fs::read_to_string(run.join(file)).unwrap();
-                assert!(svg.contains("<svg"), "{file} is an SVG");
-            }
-            // The debug gateway can answer a profile under load with no samples: then
-            // the summary must say so, for the configuration and in its notes.
-            None => {
-                let note = c.flamegraph_note.as_deref().unwrap_or_default();
-                assert!(note.starts_with("no flamegraph"), "{}: {note:?}", c.name);
-                assert!(
-                    summary.warnings.iter().any(|w| w.contains(note)),
-                    "{:?}",
-                    summary.warnings
-                );
-            }
-        }
+        // Each configuration has its flamegraph.
+        let file = c
+            .flamegraph
+            .as_deref()
+            .unwrap_or_else(|| panic!("{}: no flamegraph: {:?}", c.name, c.flamegraph_note));
+        assert!(file.contains("flame"), "{file}");
+        let svg = std::fs::read_to_string(run.join(file)).unwrap();
+        assert!(svg.contains("<svg"), "{file} is an SVG");
     }
     assert_eq!(summary.configs[0].rounds[0].ratio, Some(1.0));
     // What the lab is about: the cache takes load off the subgraphs, and says so.
