@@ -194,21 +194,20 @@ fn gateway_error(e: impl std::fmt::Display) -> async_graphql::Error {
 }
 
 impl Engine {
-    fn field_def(&self, site: &FieldSite) -> &FieldDef {
-        let (_, def) = self
+    /// The field a site was built for (sites are built from this supergraph, so the
+    /// lookup only fails if that invariant is broken; then the field errors).
+    fn field_def(&self, site: &FieldSite) -> async_graphql::Result<&FieldDef> {
+        let def = self
             .supergraph
             .types
             .get_index(site.type_index)
-            .expect("site built from this supergraph");
-        match &def.kind {
-            Kind::Object(o) => {
-                o.fields
-                    .get_index(site.field_index)
-                    .expect("site built from this supergraph")
-                    .1
-            }
-            _ => unreachable!("field sites are built for object types only"),
-        }
+            .and_then(|(_, def)| match &def.kind {
+                Kind::Object(o) => o.fields.get_index(site.field_index).map(|(_, f)| f),
+                _ => None,
+            });
+        def.ok_or_else(|| {
+            gateway_error(format!("{} is not in the composed schema", site.namespace))
+        })
     }
 
     /// Resolve one field. A failure becomes a GraphQL error at this field's path and a
@@ -297,7 +296,7 @@ impl Engine {
             }
         }
         let value = deliver(&ctx, &response, response_key(field));
-        self.wrap(&planner, self.field_def(site), field, value, root.owner)
+        self.wrap(&planner, self.field_def(site)?, field, value, root.owner)
     }
 
     /// A field of an object: read from the parent's data, or fetched from its owner.
@@ -309,7 +308,7 @@ impl Engine {
         let node = ctx.parent_value.try_downcast_ref::<Node>()?;
         let field = &ctx.ctx.item.node;
         let key = response_key(field);
-        let def = self.field_def(site);
+        let def = self.field_def(site)?;
         let planner = Planner::new(&self.supergraph, ctx.ctx.query_env);
         if let ConstValue::Object(data) = &node.value {
             if let Some(value) = data.get(key) {

@@ -413,17 +413,7 @@ async fn execute(
         if !was_cached {
             let limits = &app.document_limits;
             if let Err(Refusal(message)) = admit(doc, limits.max_fields, limits.max_root_fields) {
-                // Like a validation error: the document is not executed.
-                let status = match media {
-                    MediaType::GraphqlResponseJson => StatusCode::BAD_REQUEST,
-                    MediaType::Json => StatusCode::OK,
-                };
-                return reject(
-                    Rejection::new(status, message),
-                    media,
-                    &app.metrics,
-                    started,
-                );
+                return not_executed(message, media, &app.metrics, started);
             }
         }
     }
