@@ -254,16 +254,18 @@ impl ResolverCache {
                 .await
                 .map_err(unwrap_error);
         }
-        let args = match (call.args, &rule.key.args) {
-            (Some(all), Some(only)) => Some(serde_json::Value::Object(
-                all.iter()
-                    .filter(|(k, _)| only.contains(k))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            )),
-            (Some(all), None) => Some(serde_json::Value::Object(all.clone())),
-            (None, _) => None,
-        };
+        // Only a policy that picks arguments pays for a filtered copy.
+        let picked: Option<serde_json::Map<String, serde_json::Value>> =
+            match (call.args, &rule.key.args) {
+                (Some(all), Some(only)) => Some(
+                    all.iter()
+                        .filter(|(k, _)| only.contains(k))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                ),
+                _ => None,
+            };
+        let args = picked.as_ref().or(call.args);
         // Header values (extendKey) join the selection part of the key.
         let selection: std::borrow::Cow<'_, str> = if rule.key.headers.is_empty() {
             call.selection.into()
