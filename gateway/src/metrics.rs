@@ -77,50 +77,36 @@ impl Metrics {
 
     pub fn render(&self) -> String {
         let mut out = String::with_capacity(2048);
-        let _ = writeln!(
-            out,
-            "# HELP gateway_requests_total GraphQL requests answered."
+        family(
+            &mut out,
+            "gateway_requests_total",
+            "GraphQL requests answered.",
+            [("", self.requests.load(Relaxed))],
         );
-        let _ = writeln!(out, "# TYPE gateway_requests_total counter");
-        let _ = writeln!(
-            out,
-            "gateway_requests_total {}",
-            self.requests.load(Relaxed)
+        family(
+            &mut out,
+            "gateway_request_errors_total",
+            "GraphQL requests whose response carried errors.",
+            [("", self.request_errors.load(Relaxed))],
         );
-        let _ = writeln!(
-            out,
-            "# HELP gateway_request_errors_total GraphQL requests whose response carried errors."
+        let per_subgraph = |pick: fn(&(String, AtomicU64, AtomicU64)) -> &AtomicU64| {
+            self.upstream
+                .iter()
+                .map(move |u| (format!("subgraph=\"{}\"", u.0), pick(u).load(Relaxed)))
+                .collect::<Vec<_>>()
+        };
+        family(
+            &mut out,
+            "gateway_upstream_requests_total",
+            "HTTP requests sent to each subgraph.",
+            per_subgraph(|u| &u.1),
         );
-        let _ = writeln!(out, "# TYPE gateway_request_errors_total counter");
-        let _ = writeln!(
-            out,
-            "gateway_request_errors_total {}",
-            self.request_errors.load(Relaxed)
+        family(
+            &mut out,
+            "gateway_upstream_errors_total",
+            "Subgraph requests that got no GraphQL response.",
+            per_subgraph(|u| &u.2),
         );
-        let _ = writeln!(
-            out,
-            "# HELP gateway_upstream_requests_total HTTP requests sent to each subgraph."
-        );
-        let _ = writeln!(out, "# TYPE gateway_upstream_requests_total counter");
-        for (name, n, _) in &self.upstream {
-            let _ = writeln!(
-                out,
-                "gateway_upstream_requests_total{{subgraph=\"{name}\"}} {}",
-                n.load(Relaxed)
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP gateway_upstream_errors_total Subgraph requests that got no GraphQL response."
-        );
-        let _ = writeln!(out, "# TYPE gateway_upstream_errors_total counter");
-        for (name, _, n) in &self.upstream {
-            let _ = writeln!(
-                out,
-                "gateway_upstream_errors_total{{subgraph=\"{name}\"}} {}",
-                n.load(Relaxed)
-            );
-        }
         let _ = writeln!(
             out,
             "# HELP gateway_request_duration_seconds Time from request received to response ready."
@@ -146,5 +132,25 @@ impl Metrics {
             render(&mut out);
         }
         out
+    }
+}
+
+/// One counter family in Prometheus text: HELP, TYPE, then a sample per label set
+/// (`""` for none).
+fn family<L: AsRef<str>>(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    samples: impl IntoIterator<Item = (L, u64)>,
+) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} counter");
+    for (labels, value) in samples {
+        let labels = labels.as_ref();
+        if labels.is_empty() {
+            let _ = writeln!(out, "{name} {value}");
+        } else {
+            let _ = writeln!(out, "{name}{{{labels}}} {value}");
+        }
     }
 }
