@@ -13,7 +13,10 @@ command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk 
 read -r -a profiles <<< "${PROFILES:-release-no-lto release release-cgu1}"
 for p in "${profiles[@]}"; do cargo build --locked --profile "$p" -p gateway -p user-service -p post-service; done
 body='{"query":"query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }"}'
-lua=$(mktemp); out=$(mktemp); trap 'rm -f "$lua" "$out"' EXIT
+lua=$(mktemp); out=$(mktemp)
+pids=()
+# Whatever happens, stop what this script started (by PID) and remove its files.
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -f "$lua" "$out"' EXIT
 cat > "$lua" <<LUA
 wrk.method = "POST"
 wrk.body = '$body'
@@ -23,15 +26,16 @@ port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 run() { # profile config gateway-args...
   local prof=$1 dir=target/$1 cfg=$2; shift 2
   local up pp gp; up=$(port); pp=$(port); gp=$(port)
-  "$dir/user-service" --listen 127.0.0.1:$up 2>/dev/null & local u=$!
-  "$dir/post-service" --listen 127.0.0.1:$pp 2>/dev/null & local p=$!
+  "$dir/user-service" --listen 127.0.0.1:$up 2>/dev/null & local u=$!; pids+=($u)
+  "$dir/post-service" --listen 127.0.0.1:$pp 2>/dev/null & local p=$!; pids+=($p)
   "$dir/gateway" --listen 127.0.0.1:$gp --subgraph user=http://127.0.0.1:$up/graphql \
-    --subgraph post=http://127.0.0.1:$pp/graphql "$@" 2>/dev/null & local g=$!
+    --subgraph post=http://127.0.0.1:$pp/graphql "$@" 2>/dev/null & local g=$!; pids+=($g)
   for _ in $(seq 100); do curl -fs "http://127.0.0.1:$gp/health" >/dev/null 2>&1 && break; sleep 0.1; done
   wrk -t1 -c100 -d1s -s "$lua" "http://127.0.0.1:$gp/graphql" >/dev/null
   local rps; rps=$(wrk -t1 -c100 -d"${secs}s" -s "$lua" "http://127.0.0.1:$gp/graphql" | awk '/Requests\/sec/ {print $2}')
   echo "$prof $cfg $rps" | tee -a "$out"
   kill $u $p $g; wait $u $p $g 2>/dev/null || true
+  pids=()
 }
 for r in $(seq "$rounds"); do
   for p in "${profiles[@]}"; do run "$p" no-cache; run "$p" ttl-0 --ttl 0; done
