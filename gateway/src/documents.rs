@@ -118,36 +118,45 @@ impl DocumentCache {
     /// Prometheus text: `gateway_document_cache_{hits,misses,evictions}_total`,
     /// `gateway_document_cache_bytes`, `gateway_document_cache_capacity_bytes`.
     pub fn prometheus(&self) -> String {
-        let mut out = String::with_capacity(512);
-        for (name, help, v) in [
-            ("hits", "documents found parsed", self.hits.load(Relaxed)),
+        use crate::metrics::family;
+        let mut out = String::with_capacity(1024);
+        let counters = [
+            ("hits", "documents found parsed", &self.hits),
             (
                 "misses",
                 "documents parsed because they were not cached",
-                self.misses.load(Relaxed),
+                &self.misses,
             ),
             (
                 "evictions",
                 "documents dropped to stay within the byte bound",
-                self.evictions.load(Relaxed),
+                &*self.evictions,
             ),
-        ] {
-            out.push_str(&format!(
-                "# HELP gateway_document_cache_{name}_total Parsed-document cache: {help}.\n\
-                 # TYPE gateway_document_cache_{name}_total counter\n\
-                 gateway_document_cache_{name}_total {v}\n"
-            ));
+        ];
+        for (name, help, n) in counters {
+            let name = format!("gateway_document_cache_{name}_total");
+            family(
+                &mut out,
+                "counter",
+                &name,
+                &format!("Parsed-document cache: {help}."),
+                [("", n.load(Relaxed))],
+            );
         }
-        out.push_str(&format!(
-            "# HELP gateway_document_cache_bytes Estimated heap bytes held by the parsed-document cache.\n\
-             # TYPE gateway_document_cache_bytes gauge\n\
-             gateway_document_cache_bytes {}\n\
-             # HELP gateway_document_cache_capacity_bytes The parsed-document cache's bound (--doc-cache-bytes).\n\
-             # TYPE gateway_document_cache_capacity_bytes gauge\n\
-             gateway_document_cache_capacity_bytes {}\n",
-            self.bytes(),
-            self.max_bytes
-        ));
+        family(
+            &mut out,
+            "gauge",
+            "gateway_document_cache_bytes",
+            "Estimated heap bytes held by the parsed-document cache.",
+            [("", self.bytes())],
+        );
+        family(
+            &mut out,
+            "gauge",
+            "gateway_document_cache_capacity_bytes",
+            "The parsed-document cache's bound (--doc-cache-bytes).",
+            [("", self.max_bytes)],
+        );
         out
     }
 }

@@ -235,7 +235,10 @@ impl Engine {
     ) -> ResolveResult<'a> {
         let field = &ctx.ctx.item.node;
         let planner = Planner::new(&self.supergraph, ctx.ctx.query_env);
-        let parent_type = site.namespace.split('.').next().unwrap_or_default();
+        let parent_type = match root.mutation {
+            true => self.supergraph.mutation_type.as_deref().unwrap_or_default(),
+            false => self.supergraph.query_type.as_str(),
+        };
         let mut query = String::with_capacity(128);
         query.push_str(if root.mutation { "mutation{" } else { "{" });
         let selection_start = planner.render_field(&mut query, root.owner, parent_type, field);

@@ -306,7 +306,7 @@ async fn graphql_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Bod
         Err(r) => return reject(r, media, &app.metrics, started),
     };
     match GraphqlRequest::from_json(&bytes) {
-        Ok(request) => execute(&app, request, &headers, media, started, false).await,
+        Ok(request) => execute(&app, request, headers, media, started, false).await,
         Err(r) => reject(r, media, &app.metrics, started),
     }
 }
@@ -325,7 +325,7 @@ async fn graphql_get(
         .map_err(|e| Rejection::bad_request(format!("bad query string: {e}")))
         .and_then(|Query(p)| GraphqlRequest::from_params(p));
     match request {
-        Ok(request) => execute(&app, request, &headers, media, started, true).await,
+        Ok(request) => execute(&app, request, headers, media, started, true).await,
         Err(r) => reject(r, media, &app.metrics, started),
     }
 }
@@ -378,7 +378,7 @@ fn apply_variable_defaults(
 async fn execute(
     app: &App,
     request: GraphqlRequest,
-    headers: &HeaderMap,
+    headers: HeaderMap,
     media: MediaType,
     started: Instant,
     via_get: bool,
@@ -417,10 +417,10 @@ async fn execute(
             }
         }
     }
-    if let Some(op) = document
-        .as_ref()
-        .and_then(|d| selected_operation(d, request.operation_name.as_deref()))
-    {
+    let operation = document
+        .as_deref()
+        .and_then(|d| selected_operation(d, request.operation_name.as_deref()));
+    if let Some(op) = operation {
         if via_get && op.ty == OperationType::Mutation {
             let r = Rejection::new(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -435,7 +435,7 @@ async fn execute(
     }
     let scope = RequestScope {
         authorization: headers.get(header::AUTHORIZATION).cloned(),
-        headers: headers.clone(),
+        headers,
         ..Default::default()
     };
     let mut gql = async_graphql::Request::new(request.query)
@@ -449,11 +449,7 @@ async fn execute(
     }
     // A cached document passed strict validation before, and its variables were just
     // checked: it needs only async-graphql's cheap checks (cycles, depth, complexity).
-    let trusted = was_cached
-        && document
-            .as_deref()
-            .and_then(|d| selected_operation(d, request.operation_name.as_deref()))
-            .is_some();
+    let trusted = was_cached && operation.is_some();
     let schema = if trusted {
         &app.trusted_schema
     } else {

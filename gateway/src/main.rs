@@ -196,14 +196,14 @@ async fn run(cli: &Cli, config: GatewayConfig) -> anyhow::Result<()> {
         listener,
         router,
         config.requests.header_read_timeout,
-        subgraph_host_free_shutdown(),
+        stop_signal(),
     )
     .await;
     Ok(())
 }
 
 /// Resolves on SIGINT or SIGTERM, so the matrix runner can stop the gateway by PID.
-async fn subgraph_host_free_shutdown() {
+async fn stop_signal() {
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
         Ok(s) => s,
         Err(_) => {

@@ -79,12 +79,14 @@ impl Metrics {
         let mut out = String::with_capacity(2048);
         family(
             &mut out,
+            "counter",
             "gateway_requests_total",
             "GraphQL requests answered.",
             [("", self.requests.load(Relaxed))],
         );
         family(
             &mut out,
+            "counter",
             "gateway_request_errors_total",
             "GraphQL requests whose response carried errors.",
             [("", self.request_errors.load(Relaxed))],
@@ -97,12 +99,14 @@ impl Metrics {
         };
         family(
             &mut out,
+            "counter",
             "gateway_upstream_requests_total",
             "HTTP requests sent to each subgraph.",
             per_subgraph(|u| &u.1),
         );
         family(
             &mut out,
+            "counter",
             "gateway_upstream_errors_total",
             "Subgraph requests that got no GraphQL response.",
             per_subgraph(|u| &u.2),
@@ -135,16 +139,17 @@ impl Metrics {
     }
 }
 
-/// One counter family in Prometheus text: HELP, TYPE, then a sample per label set
-/// (`""` for none).
-fn family<L: AsRef<str>>(
+/// One metric family in Prometheus text: HELP, TYPE (`counter`, `gauge`), then a
+/// sample per label set (`""` for none).
+pub(crate) fn family<L: AsRef<str>>(
     out: &mut String,
+    kind: &str,
     name: &str,
     help: &str,
     samples: impl IntoIterator<Item = (L, u64)>,
 ) {
     let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} counter");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
     for (labels, value) in samples {
         let labels = labels.as_ref();
         if labels.is_empty() {

@@ -173,26 +173,14 @@ async fn typename_and_introspection_of_the_composed_schema() {
 async fn operation_name_picks_one_of_several_operations() {
     let lab = Lab::start().await;
     let doc = "query A { me { id } } query B { topPosts(count: 1) { pid } }";
-    let r = lab
-        .http
-        .post(lab.gateway.url())
-        .json(&json!({ "query": doc, "operationName": "B" }))
-        .send()
-        .await
-        .unwrap();
     assert_eq!(
-        r.json::<serde_json::Value>().await.unwrap(),
+        lab.post_json(&json!({ "query": doc, "operationName": "B" }))
+            .await,
         json!({ "data": { "topPosts": [{ "pid": "p1" }] } })
     );
-    let r = lab
-        .http
-        .post(lab.gateway.url())
-        .json(&json!({ "query": doc, "operationName": "A" }))
-        .send()
-        .await
-        .unwrap();
     assert_eq!(
-        r.json::<serde_json::Value>().await.unwrap(),
+        lab.post_json(&json!({ "query": doc, "operationName": "A" }))
+            .await,
         json!({ "data": { "me": { "id": "u1" } } })
     );
 }

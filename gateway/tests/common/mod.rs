@@ -170,6 +170,18 @@ impl Lab {
         (r.status().as_u16(), r.text().await.unwrap())
     }
 
+    /// POST a JSON request body; the response body as JSON.
+    pub async fn post_json(&self, body: &Value) -> Value {
+        let r = self
+            .http
+            .post(self.gateway.url())
+            .json(body)
+            .send()
+            .await
+            .expect("gateway answers");
+        r.json().await.unwrap()
+    }
+
     /// Run a query; the response body as JSON.
     pub async fn query(&self, query: &str) -> Value {
         self.query_with(query, Value::Null, &[]).await
