@@ -14,6 +14,8 @@ need_apt() { # need_apt COMMAND PACKAGE: install PACKAGE from Debian when COMMAN
 
 command -v cargo >/dev/null || { echo "test.sh: cargo is missing (install Rust with rustup)" >&2; exit 1; }
 need_apt cc gcc
+# The Redis tier's tests start their own redis-server (Debian's package, 7.0 or later).
+need_apt redis-server redis-server
 
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 # One feature set for the whole workspace, so nothing is compiled twice.

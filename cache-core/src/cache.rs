@@ -13,6 +13,16 @@
 //! With `ttl = 0` step 2 is skipped: an uncontended call costs one insert
 //! and one remove in the dedupe table, and nothing is kept.
 //!
+//! Over a remote store (one whose [`Storage::read_in_flight`] is `true`:
+//! Redis, the layered store) step 2 is shared too: concurrent callers of
+//! one key share one storage read through a second dedupe table of reads,
+//! so 100 identical calls cost one `GET`, not 100. Each caller then goes on
+//! as above with the shared answer (a hit is a hit for every caller, a
+//! stale value is served to every caller while one refresh runs, a miss
+//! leads to one fetch). The shared answer carries the leader's
+//! "retired" count read before its read, so the store/remove window check
+//! below still holds. The memory store keeps the direct read.
+//!
 //! Concurrency choices:
 //! - The fetch runs inline in the leader's future by default (no task
 //!   spawn). If the leader is dropped, a follower takes over with its own
@@ -56,6 +66,7 @@ use crate::references::{IntoPatterns, Invalidation, Reference, ReferencePattern}
 use crate::stats::{Counter, Counters, ReportError, ReportTask, StatsRegistry, StatsSnapshot};
 use crate::storage::{
     deadline_after, Entry, EvictionCause, MemoryStorage, MemoryStorageBuilder, Removals, Storage,
+    Stored,
 };
 use crate::strategy::{Admission, Strategy, StrategyContext};
 
@@ -75,9 +86,17 @@ impl<V> Clone for Cache<V> {
     }
 }
 
+/// A storage read shared by concurrent callers of one key: the leader's
+/// retired count read before the read, and what it found.
+type SharedRead<V> = (u64, Option<Stored<V>>);
+
 struct Inner<V> {
     storage: Arc<dyn Storage<V>>,
     inflight: InFlight<V>,
+    /// Whether concurrent reads of one key share one storage read.
+    shared_reads: bool,
+    /// The dedupe table of storage reads (used when `shared_reads`).
+    reads: InFlight<SharedRead<V>>,
     registry: Arc<StatsRegistry>,
     defaults: Policy<V>,
     strategies: Box<[Arc<dyn Strategy<V>>]>,
@@ -203,10 +222,13 @@ impl<V: Clone + Send + Sync + 'static> CacheBuilder<V> {
             };
             observed.add(namespace, counter, 1);
         }));
+        let shared_reads = storage.read_in_flight();
         Cache {
             inner: Arc::new(Inner {
                 storage,
                 inflight: InFlight::new(),
+                shared_reads,
+                reads: InFlight::new(),
                 registry,
                 defaults: self.policy,
                 strategies: self.strategies.into_boxed_slice(),
@@ -276,42 +298,35 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         let reads_storage = namespace.policy().may_store();
         loop {
             let seen = if reads_storage {
-                let seen = inner.inflight.retired(key);
-                match inner.storage.get(key).await {
-                    Ok(Some(stored)) => {
-                        let now = Instant::now();
-                        if now < stored.fresh_until {
-                            counters.incr(Counter::Hits);
+                let (seen, found) = inner.read(key, namespace).await;
+                if let Some(stored) = found {
+                    let now = Instant::now();
+                    if now < stored.fresh_until {
+                        counters.incr(Counter::Hits);
+                        return Ok(stored.value);
+                    }
+                    if now < stored.stale_until {
+                        // Without a runtime there is nowhere to refresh:
+                        // fall through and fetch like a miss.
+                        if let Ok(runtime) = Handle::try_current() {
+                            counters.incr(Counter::Stale);
+                            if let Some(flight) = inner.inflight.claim_refresh(key) {
+                                counters.incr(Counter::Refreshes);
+                                let task_inner = Arc::clone(&self.inner);
+                                let task_namespace = namespace.clone();
+                                runtime.spawn(async move {
+                                    let _ = run_flight(
+                                        &task_inner,
+                                        &task_namespace,
+                                        key,
+                                        &flight,
+                                        fetch,
+                                    )
+                                    .await;
+                                });
+                            }
                             return Ok(stored.value);
                         }
-                        if now < stored.stale_until {
-                            // Without a runtime there is nowhere to refresh:
-                            // fall through and fetch like a miss.
-                            if let Ok(runtime) = Handle::try_current() {
-                                counters.incr(Counter::Stale);
-                                if let Some(flight) = inner.inflight.claim_refresh(key) {
-                                    counters.incr(Counter::Refreshes);
-                                    let task_inner = Arc::clone(&self.inner);
-                                    let task_namespace = namespace.clone();
-                                    runtime.spawn(async move {
-                                        let _ = run_flight(
-                                            &task_inner,
-                                            &task_namespace,
-                                            key,
-                                            &flight,
-                                            fetch,
-                                        )
-                                        .await;
-                                    });
-                                }
-                                return Ok(stored.value);
-                            }
-                        }
-                    }
-                    Ok(None) => {}
-                    Err(error) => {
-                        counters.incr(Counter::StorageErrors);
-                        tracing::debug!(%error, "cache storage read failed; fetching");
                     }
                 }
                 Some(seen)
@@ -388,6 +403,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         inner
             .inflight
             .invalidate(Invalidation::Patterns(Arc::clone(&patterns)));
+        inner.forget_reads();
         let removals = inner.storage.invalidate(&patterns).await?;
         Ok(inner.count_removals(&removals))
     }
@@ -398,6 +414,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         let inner = &*self.inner;
         let _gate = inner.gate.write().await;
         inner.inflight.invalidate(Invalidation::Key(key));
+        inner.forget_reads();
         let removals = inner.storage.delete(key).await?;
         Ok(inner.count_removals(&removals))
     }
@@ -407,6 +424,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         let inner = &*self.inner;
         let _gate = inner.gate.write().await;
         inner.inflight.invalidate(Invalidation::All);
+        inner.forget_reads();
         let removals = inner.storage.clear().await?;
         Ok(inner.count_removals(&removals))
     }
@@ -528,6 +546,65 @@ impl<V: Clone + Send + Sync + 'static> Inner<V> {
         self.strategies
             .iter()
             .find_map(|s| s.recover(context, error))
+    }
+
+    /// Reads `key` from the storage, sharing the read with concurrent
+    /// callers if the storage asks for it. A failed read is counted and
+    /// becomes a miss. Returns the retired count read before the read (see
+    /// `InFlight::claim`) and what was found.
+    async fn read(&self, key: CacheKey, namespace: &Namespace<V>) -> SharedRead<V> {
+        if !self.shared_reads {
+            let seen = self.inflight.retired(key);
+            return (seen, self.read_once(key, namespace).await);
+        }
+        loop {
+            match self.reads.claim(key, None) {
+                Claim::Lead(flight) => {
+                    let guard = LeaderGuard::new(&self.reads, key, &flight);
+                    let seen = self.inflight.retired(key);
+                    let read = (seen, self.read_once(key, namespace).await);
+                    guard.finish(Ok(&read), false);
+                    return read;
+                }
+                Claim::Follow(flight) => {
+                    let outcome = match self.wait_timeout {
+                        None => flight.wait().await,
+                        Some(limit) => match tokio::time::timeout(limit, flight.wait()).await {
+                            Ok(outcome) => outcome,
+                            // Give up on the shared read: a miss.
+                            Err(_) => return (self.inflight.retired(key), None),
+                        },
+                    };
+                    match outcome {
+                        Outcome::Done(Ok(read)) => return read.clone(),
+                        // A read leader never publishes an error.
+                        Outcome::Done(Err(_)) => return (self.inflight.retired(key), None),
+                        // The leader went away: read again.
+                        Outcome::Abandoned => continue,
+                    }
+                }
+                Claim::LookAgain => continue,
+            }
+        }
+    }
+
+    async fn read_once(&self, key: CacheKey, namespace: &Namespace<V>) -> Option<Stored<V>> {
+        match self.storage.get(key).await {
+            Ok(found) => found,
+            Err(error) => {
+                namespace.counters().incr(Counter::StorageErrors);
+                tracing::debug!(%error, "cache storage read failed; fetching");
+                None
+            }
+        }
+    }
+
+    /// Keeps callers from joining a storage read that started before an
+    /// invalidation (it may return what the invalidation drops).
+    fn forget_reads(&self) {
+        if self.shared_reads {
+            self.reads.invalidate(Invalidation::All);
+        }
     }
 
     fn count_removals(&self, removals: &Removals) -> u64 {

@@ -63,6 +63,13 @@
 //! - Storage is one async trait ([`storage::Storage`]) with batched gets,
 //!   made for remote stores; [`storage::MemoryStorage`] is built on moka,
 //!   [`storage::Encoded`] stores values as bytes through a [`storage::Codec`].
+//! - [`storage::RedisStorage`] shares entries between processes:
+//!   auto-pipelined `MGET`s, references as Redis sets, a circuit breaker
+//!   and timeouts so a sick Redis only costs misses, and a GC for
+//!   reference sets. [`storage::LayeredStorage`] puts a short-lived memory
+//!   tier in front of it and broadcasts invalidations over pub/sub. Over
+//!   such a remote store, concurrent callers of one key also share one
+//!   storage read.
 //! - Keys ([`CacheKey`]) are 128-bit xxh3 hashes of a canonical encoding of
 //!   namespace, parent, arguments and selection; a [`KeyFunction`] can
 //!   replace the derivation per namespace.
@@ -172,7 +179,9 @@
 //! - `cache`: [`Cache`], [`CacheBuilder`], the call path and the race check.
 //! - `inflight`: the dedupe table (leaders, followers, cancellation).
 //! - [`key`]: [`CacheKey`] and its canonical encoding.
-//! - [`storage`]: the trait, the moka back end, codecs.
+//! - [`storage`]: the trait, the moka back end, codecs, the Redis back end
+//!   (`storage/redis.rs`) and the layered memory-over-Redis store
+//!   (`storage/layered.rs`).
 //! - [`references`]: references, patterns, the reference index.
 //! - [`stats`]: counters per namespace and the periodic report.
 //! - [`strategy`]: the extension point.

@@ -28,12 +28,15 @@ fn bench(c: &mut Criterion) {
         .build()
         .unwrap();
     let cache = ResolverCache::new(CacheSettings {
+        storage: gateway::caching::StorageKind::Memory,
+        redis: None,
         ttl: Duration::from_secs(3600),
         stale: Duration::ZERO,
         max_entries: 10_000,
         report_interval: None,
         policies: Default::default(),
-    });
+    })
+    .unwrap();
     let headers = HeaderMap::new();
     let args: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(r#"{"count": 2, "after": "p0"}"#).unwrap();

@@ -33,7 +33,11 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use async_graphql_value::ConstValue;
-use cache_core::{Cache, CacheError, Fetched, KeyParts, Namespace, Policy, ReportTask};
+use bytes::Bytes;
+use cache_core::storage::{Codec, Encoded, LayeredStorage, RedisStats, RedisStorage};
+use cache_core::{
+    Cache, CacheError, Fetched, KeyParts, Namespace, Policy, ReportTask, StorageError,
+};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Deserialize;
 
@@ -43,9 +47,55 @@ use crate::upstream::{FetchError, UpstreamResponse};
 /// What the cache stores: a subgraph response for one resolver call.
 pub type Cached = Arc<UpstreamResponse>;
 
+/// Where cache entries live (`--storage`, or a policy's `storage`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StorageKind {
+    /// In this process (moka), bounded by `--cache-max-entries`.
+    Memory,
+    /// In Redis only, shared by every gateway on it.
+    Redis,
+    /// A short-lived in-process L1 over Redis; invalidations reach every L1 through
+    /// a Redis channel.
+    Layered,
+}
+
+impl StorageKind {
+    pub fn parse(s: &str) -> Result<StorageKind, String> {
+        match s {
+            "memory" => Ok(StorageKind::Memory),
+            "redis" => Ok(StorageKind::Redis),
+            "layered" => Ok(StorageKind::Layered),
+            other => Err(format!(
+                "{other:?} is not a storage; use memory, redis or layered"
+            )),
+        }
+    }
+
+    pub fn needs_redis(self) -> bool {
+        self != StorageKind::Memory
+    }
+}
+
+/// How to reach Redis, for the `redis` and `layered` storages.
+#[derive(Debug, Clone)]
+pub struct RedisSettings {
+    /// `redis://host:port[/db]`.
+    pub url: String,
+    /// Batch the gets of one scheduling turn into one `MGET` (`--redis-autopipeline`).
+    pub auto_pipeline: bool,
+    /// How long the layered store's L1 keeps an entry at most.
+    pub l1_ttl: Duration,
+    /// Most entries the layered store's L1 keeps.
+    pub l1_max_entries: u64,
+}
+
 /// How the gateway caches, from `--ttl`, `--stale`, `--policy` and friends.
 #[derive(Debug, Clone)]
 pub struct CacheSettings {
+    /// Where entries live unless a policy says otherwise.
+    pub storage: StorageKind,
+    /// Required when any storage in use needs Redis.
+    pub redis: Option<RedisSettings>,
     /// Default time an entry stays fresh; zero keeps nothing (dedupe only).
     pub ttl: Duration,
     /// Default stale-while-revalidate window after `ttl`.
@@ -99,7 +149,8 @@ pub struct FieldPolicy {
     /// For mutations: patterns invalidated after every call (`User:*` works).
     #[serde(default)]
     pub invalidate: Vec<String>,
-    /// Storage back end; `memory` is the only one so far.
+    /// Where this field's entries live (`memory`, `redis`, `layered`); `--storage`
+    /// when absent.
     pub storage: Option<String>,
 }
 
@@ -136,11 +187,9 @@ impl PolicyFile {
                     ));
                 }
             }
-            if let Some(storage) = rule.storage.as_deref().filter(|s| *s != "memory") {
-                return Err(format!(
-                    "--policy {}: {name}.storage = {storage:?}: only \"memory\" is available",
-                    path.display()
-                ));
+            if let Some(storage) = rule.storage.as_deref() {
+                StorageKind::parse(storage)
+                    .map_err(|e| format!("--policy {}: {name}.storage: {e}", path.display()))?;
             }
         }
         Ok(file)
@@ -150,16 +199,98 @@ impl PolicyFile {
 /// One namespace's cache handle and rule.
 #[derive(Clone)]
 struct Slot {
+    /// Which of the [`Tier`]s holds this namespace's entries.
+    tier: usize,
     namespace: Namespace<Cached>,
     rule: Arc<FieldPolicy>,
 }
 
+/// One cache-core cache over one kind of storage. The gateway has one tier per
+/// storage kind in use: `--storage`'s, plus any that a policy names.
+struct Tier {
+    kind: StorageKind,
+    cache: Cache<Cached>,
+    /// The Redis store behind a `redis` or `layered` tier, for its counters.
+    redis: Option<RedisStorage>,
+    layered: Option<LayeredStorage<Cached>>,
+    _report: Option<ReportTask>,
+}
+
 /// The gateway's resolver cache.
 pub struct ResolverCache {
-    cache: Cache<Cached>,
+    /// `tiers[0]` is `--storage`'s.
+    tiers: Vec<Tier>,
     settings: CacheSettings,
     slots: RwLock<HashMap<Arc<str>, Slot>>,
-    _report: Option<ReportTask>,
+}
+
+/// Subgraph responses as Redis keeps them: the JSON of their `data` (field order
+/// kept). A response that carries errors is never stored, so errors need no encoding.
+struct ResponseCodec;
+
+impl Codec<Cached> for ResponseCodec {
+    fn encode(&self, value: &Cached) -> Result<Bytes, StorageError> {
+        serde_json::to_vec(&value.data)
+            .map(Bytes::from)
+            .map_err(StorageError::codec)
+    }
+
+    fn decode(&self, bytes: &[u8]) -> Result<Cached, StorageError> {
+        let data: Option<ConstValue> =
+            serde_json::from_slice(bytes).map_err(StorageError::codec)?;
+        Ok(Arc::new(UpstreamResponse {
+            data,
+            errors: Vec::new(),
+        }))
+    }
+}
+
+impl Tier {
+    /// Must be called inside a tokio runtime (Redis stores run a task; a report
+    /// interval starts one).
+    fn build(kind: StorageKind, settings: &CacheSettings) -> Result<Tier, String> {
+        let builder = Cache::builder().ttl(settings.ttl).stale(settings.stale);
+        let redis = match kind {
+            StorageKind::Memory => None,
+            _ => {
+                let r = settings
+                    .redis
+                    .as_ref()
+                    .ok_or_else(|| format!("storage {kind:?} needs --redis URL").to_lowercase())?;
+                let store = RedisStorage::builder(r.url.as_str())
+                    .auto_pipeline(r.auto_pipeline)
+                    .build()
+                    .map_err(|e| format!("--redis {}: {e}", r.url))?;
+                Some(store)
+            }
+        };
+        let mut layered = None;
+        let cache = match (kind, &redis) {
+            (StorageKind::Redis, Some(store)) => builder
+                .storage(Encoded::new(store.clone(), ResponseCodec))
+                .build(),
+            (StorageKind::Layered, Some(store)) => {
+                let r = settings.redis.as_ref().expect("checked above");
+                let l1 = LayeredStorage::builder()
+                    .l1_ttl(r.l1_ttl)
+                    .l1_max_entries(r.l1_max_entries)
+                    .build_redis(store.clone(), ResponseCodec);
+                layered = Some(l1.clone());
+                builder.storage(l1).build()
+            }
+            _ => builder.max_entries(settings.max_entries).build(),
+        };
+        let report = settings
+            .report_interval
+            .and_then(|every| cache.log_every(every).ok());
+        Ok(Tier {
+            kind,
+            cache,
+            redis,
+            layered,
+            _report: report,
+        })
+    }
 }
 
 /// A call's inputs beyond the namespace: what the key is made of.
@@ -174,27 +305,95 @@ pub struct CallKey<'a> {
 }
 
 impl ResolverCache {
-    /// Must be called inside a tokio runtime when a report interval is set.
-    pub fn new(settings: CacheSettings) -> ResolverCache {
-        let cache = Cache::builder()
-            .ttl(settings.ttl)
-            .stale(settings.stale)
-            .max_entries(settings.max_entries)
-            .build();
-        let report = settings
-            .report_interval
-            .and_then(|every| cache.log_every(every).ok());
-        ResolverCache {
-            cache,
+    /// Must be called inside a tokio runtime. Fails when a storage in use needs
+    /// Redis and `settings.redis` is absent or its URL malformed; a Redis that is
+    /// down is not an error (the cache then fetches, and counts storage errors).
+    pub fn new(settings: CacheSettings) -> Result<ResolverCache, String> {
+        let mut kinds = vec![settings.storage];
+        for rule in settings.policies.policy.values() {
+            if let Some(kind) = rule.storage.as_deref().map(StorageKind::parse) {
+                let kind = kind?;
+                if !kinds.contains(&kind) {
+                    kinds.push(kind);
+                }
+            }
+        }
+        let tiers = kinds
+            .into_iter()
+            .map(|kind| Tier::build(kind, &settings))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ResolverCache {
+            tiers,
             settings,
             slots: RwLock::new(HashMap::new()),
-            _report: report,
-        }
+        })
     }
 
-    /// Prometheus text of the per-namespace counters (`gateway_cache_*_total`).
+    /// Prometheus text: the per-namespace counters (`gateway_cache_*_total`), and
+    /// with Redis in use its commands and round trips (`gateway_redis_*`, the talk's
+    /// expansion factor once divided by requests) and the layered store's L1/L2 hits.
     pub fn prometheus(&self) -> String {
-        self.cache.stats().to_prometheus("gateway_cache")
+        let mut stats = cache_core::StatsSnapshot::default();
+        for tier in &self.tiers {
+            stats.namespaces.extend(tier.cache.stats().namespaces);
+        }
+        stats
+            .namespaces
+            .sort_by(|a, b| a.namespace.cmp(&b.namespace));
+        let mut out = stats.to_prometheus("gateway_cache");
+        let redis: Vec<RedisStats> = self
+            .tiers
+            .iter()
+            .filter_map(|t| t.redis.as_ref().map(RedisStorage::stats))
+            .collect();
+        if !redis.is_empty() {
+            let sum = redis.iter().fold(RedisStats::default(), |a, b| RedisStats {
+                commands: a.commands + b.commands,
+                round_trips: a.round_trips + b.round_trips,
+                keys_read: a.keys_read + b.keys_read,
+                errors: a.errors + b.errors,
+                timeouts: a.timeouts + b.timeouts,
+                rejected: a.rejected + b.rejected,
+                breaker_open: a.breaker_open || b.breaker_open,
+                breaker_trips: a.breaker_trips + b.breaker_trips,
+            });
+            out.push_str(&sum.to_prometheus("gateway_redis"));
+        }
+        for tier in &self.tiers {
+            if let Some(layered) = &tier.layered {
+                let l = layered.stats();
+                crate::metrics::family(
+                    &mut out,
+                    "counter",
+                    "gateway_cache_layer_hits_total",
+                    "Layered storage: reads answered by the in-process L1 or by Redis (L2).",
+                    [("layer=\"l1\"", l.l1_hits), ("layer=\"l2\"", l.l2_hits)],
+                );
+                crate::metrics::family(
+                    &mut out,
+                    "counter",
+                    "gateway_cache_invalidation_messages_total",
+                    "Layered storage: invalidations published to and received from other gateways.",
+                    [
+                        ("direction=\"published\"", l.published),
+                        ("direction=\"received\"", l.received),
+                    ],
+                );
+                crate::metrics::family(
+                    &mut out,
+                    "gauge",
+                    "gateway_cache_invalidation_subscribed",
+                    "Layered storage: 1 while subscribed to other gateways' invalidations.",
+                    [("", u64::from(l.subscribed))],
+                );
+            }
+        }
+        out
+    }
+
+    /// Where `--storage`'s entries live.
+    pub fn storage(&self) -> StorageKind {
+        self.tiers[0].kind
     }
 
     fn slot(&self, name: &str) -> Slot {
@@ -220,8 +419,16 @@ impl ResolverCache {
                 rule.stale
                     .map_or(self.settings.stale, Duration::from_secs_f64),
             );
+        let kind = rule
+            .storage
+            .as_deref()
+            .and_then(|s| StorageKind::parse(s).ok());
+        let tier = kind
+            .and_then(|k| self.tiers.iter().position(|t| t.kind == k))
+            .unwrap_or(0);
         let slot = Slot {
-            namespace: self.cache.namespace_with(name, policy),
+            tier,
+            namespace: self.tiers[tier].cache.namespace_with(name, policy),
             rule,
         };
         let mut slots = self.slots.write().unwrap_or_else(|p| p.into_inner());
@@ -248,7 +455,7 @@ impl ResolverCache {
             .iter()
             .any(|h| h.eq_ignore_ascii_case("authorization"));
         if rule.skip || (call.headers.contains_key(reqwest::header::AUTHORIZATION) && !identified) {
-            return self
+            return self.tiers[slot.tier]
                 .cache
                 .bypass(&slot.namespace, fetch)
                 .await
@@ -294,7 +501,8 @@ impl ResolverCache {
             slot.namespace.key(&parts)
         };
         let extra = rule.references.clone();
-        self.cache
+        self.tiers[slot.tier]
+            .cache
             .get_or_fetch(key, &slot.namespace, move || async move {
                 let response = fetch().await?;
                 let mut references = extra;
@@ -323,8 +531,12 @@ impl ResolverCache {
         if patterns.is_empty() {
             return;
         }
-        if let Err(e) = self.cache.invalidate(patterns).await {
-            tracing::warn!("cache invalidation after {namespace} failed: {e}");
+        // Every tier: an entity may be cached in any of them. A failure (Redis down)
+        // is logged and counted by the store; the memory tiers are dropped anyway.
+        for tier in &self.tiers {
+            if let Err(e) = tier.cache.invalidate(patterns.clone()).await {
+                tracing::warn!("cache invalidation after {namespace} failed: {e}");
+            }
         }
     }
 }
@@ -403,8 +615,8 @@ mod tests {
                 "ttl must be a non-negative number",
             ),
             (
-                "[policy.\"Query.me\"]\nstorage = \"redis\"\n",
-                "only \"memory\"",
+                "[policy.\"Query.me\"]\nstorage = \"disk\"\n",
+                "not a storage; use memory, redis or layered",
             ),
             ("[policy.\"Query.me\"]\nttl_seconds = 1\n", "unknown field"),
             ("not toml [", "--policy"),

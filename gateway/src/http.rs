@@ -384,7 +384,7 @@ async fn execute(
     via_get: bool,
 ) -> Response {
     let key = DocumentKey::of(&request.query);
-    let cached = app.documents.get(key);
+    let cached = app.documents.get(key, &request.query);
     if cached.is_none() {
         let nesting = text_nesting(&request.query);
         if nesting > app.limits.max_text_nesting {
@@ -438,6 +438,8 @@ async fn execute(
         headers,
         ..Default::default()
     };
+    // The text is kept for the document cache's entry (a hit compares texts).
+    let text_to_cache = (!was_cached && document.is_some()).then(|| request.query.clone());
     let mut gql = async_graphql::Request::new(request.query)
         .variables(variables.clone())
         .data(Arc::new(scope));
@@ -479,9 +481,9 @@ async fn execute(
         StatusCode::OK
     };
     let failed = !response.errors.is_empty();
-    if !was_cached && !request_error {
-        if let Some(doc) = &document {
-            app.documents.insert(key, doc.clone());
+    if !request_error {
+        if let (Some(text), Some(doc)) = (&text_to_cache, &document) {
+            app.documents.insert(key, text, doc.clone());
         }
     }
     let body = match write_body(

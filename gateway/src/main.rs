@@ -3,7 +3,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{Args, Parser, Subcommand};
+use gateway::caching::{RedisSettings, StorageKind};
 use gateway::execute::DocumentLimits;
 use gateway::http::RequestLimits;
 use gateway::startup::{Backoff, GatewayConfig};
@@ -11,9 +12,13 @@ use gateway::supergraph::Subgraph;
 
 #[derive(Parser, Debug)]
 #[command(
-    about = "Federating GraphQL gateway: composes the subgraphs' SDL and plans queries across them"
+    about = "Federating GraphQL gateway: composes the subgraphs' SDL and plans queries across them",
+    subcommand_negates_reqs = true,
+    args_conflicts_with_subcommands = true
 )]
 struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:3000")]
     listen: SocketAddr,
@@ -61,9 +66,23 @@ struct Cli {
     /// TOML overrides per Type.field (ttl, stale, skip, key, references, invalidate, storage).
     #[arg(long, value_name = "FILE")]
     policy: Option<std::path::PathBuf>,
-    /// Where cache entries live.
-    #[arg(long, default_value = "memory")]
-    storage: String,
+    /// Where cache entries live: memory, redis (one cache shared by every gateway on
+    /// that Redis) or layered (a short-lived in-process L1 over Redis).
+    #[arg(long, default_value = "memory", value_parser = StorageKind::parse)]
+    storage: StorageKind,
+    /// Redis for --storage redis or layered (and policies that name them), e.g.
+    /// redis://127.0.0.1:6379.
+    #[arg(long, value_name = "URL")]
+    redis: Option<String>,
+    /// Batch the Redis reads of one scheduling turn into one MGET.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    redis_autopipeline: bool,
+    /// Longest time the layered storage's in-process L1 keeps an entry, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    l1_ttl: f64,
+    /// Most entries the layered storage's in-process L1 keeps.
+    #[arg(long, default_value_t = 10_000)]
+    l1_max_entries: u64,
     /// Most entries the memory store keeps.
     #[arg(long, default_value_t = 100_000)]
     cache_max_entries: u64,
@@ -73,6 +92,29 @@ struct Cli {
     /// Log a hits/misses/dedupes table every this many seconds.
     #[arg(long, value_name = "SECONDS")]
     cache_report_interval: Option<f64>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Garbage-collect the cache's Redis reference sets (members whose entry expired)
+    /// and report what was scanned and removed.
+    RedisGc(RedisGcArgs),
+}
+
+#[derive(Args, Debug)]
+struct RedisGcArgs {
+    /// The Redis the gateways cache in, e.g. redis://127.0.0.1:6379.
+    #[arg(long, value_name = "URL")]
+    redis: String,
+    /// A full pass over every reference set, instead of one chunk (lazy mode).
+    #[arg(long)]
+    strict: bool,
+    /// Lazy mode: the SCAN COUNT of the one chunk examined.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    chunk: u64,
+    /// Lazy mode: continue a pass from the cursor an earlier run printed.
+    #[arg(long, default_value_t = 0, conflicts_with = "strict")]
+    cursor: u64,
 }
 
 fn parse_subgraph(s: &str) -> Result<Subgraph, String> {
@@ -103,16 +145,39 @@ impl Cli {
             Duration::try_from_secs_f64(v)
                 .map_err(|_| format!("{flag} must be a non-negative number of seconds"))
         };
-        if self.storage != "memory" {
-            return Err(format!(
-                "--storage {}: only \"memory\" is available in this build",
-                self.storage
-            ));
-        }
         let cache = if self.ttl.is_some() || self.policy.is_some() {
             let policies = match &self.policy {
                 Some(path) => gateway::caching::PolicyFile::load(path)?,
                 None => Default::default(),
+            };
+            let policy_needs_redis = policies.policy.values().any(|rule| {
+                rule.storage
+                    .as_deref()
+                    .and_then(|s| StorageKind::parse(s).ok())
+                    .is_some_and(StorageKind::needs_redis)
+            });
+            let redis = match &self.redis {
+                Some(url) => {
+                    if !url.starts_with("redis://") {
+                        return Err(format!("--redis {url:?}: expected redis://HOST:PORT"));
+                    }
+                    Some(RedisSettings {
+                        url: url.clone(),
+                        auto_pipeline: self.redis_autopipeline,
+                        l1_ttl: seconds("--l1-ttl", self.l1_ttl)?,
+                        l1_max_entries: self.l1_max_entries,
+                    })
+                }
+                None if self.storage.needs_redis() => {
+                    return Err(format!(
+                        "--storage {}: needs --redis URL",
+                        format!("{:?}", self.storage).to_lowercase()
+                    ))
+                }
+                None if policy_needs_redis => {
+                    return Err("--policy: a field's storage needs Redis; give --redis URL".into())
+                }
+                None => None,
             };
             let report_interval = match self.cache_report_interval {
                 Some(v) if v > 0.0 => Some(seconds("--cache-report-interval", v)?),
@@ -120,6 +185,8 @@ impl Cli {
                 None => None,
             };
             Some(gateway::caching::CacheSettings {
+                storage: self.storage,
+                redis,
                 ttl: seconds("--ttl", self.ttl.unwrap_or(0.0))?,
                 stale: seconds("--stale", self.stale)?,
                 max_entries: self.cache_max_entries,
@@ -127,6 +194,11 @@ impl Cli {
                 policies,
             })
         } else {
+            if self.storage.needs_redis() || self.redis.is_some() {
+                return Err(
+                    "--storage and --redis configure the cache: give --ttl or --policy too".into(),
+                );
+            }
             None
         };
         if self.max_depth == 0 || self.max_fields == 0 || self.max_body_bytes == 0 {
@@ -169,6 +241,9 @@ async fn main() {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    if let Some(Command::RedisGc(args)) = &cli.command {
+        std::process::exit(redis_gc(args).await);
+    }
     let config = match cli.config() {
         Ok(c) => c,
         Err(e) => {
@@ -200,6 +275,50 @@ async fn run(cli: &Cli, config: GatewayConfig) -> anyhow::Result<()> {
     )
     .await;
     Ok(())
+}
+
+/// `gateway redis-gc`: one lazy chunk or one strict pass; prints its report and
+/// returns the exit code.
+async fn redis_gc(args: &RedisGcArgs) -> i32 {
+    use cache_core::storage::{GcMode, RedisStorage};
+    let store = match RedisStorage::new(args.redis.as_str()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("gateway redis-gc: --redis {}: {e}", args.redis);
+            return 2;
+        }
+    };
+    let mode = if args.strict {
+        GcMode::Strict
+    } else {
+        store.resume_gc_at(args.cursor);
+        GcMode::Lazy {
+            chunk: usize::try_from(args.chunk).unwrap_or(usize::MAX),
+        }
+    };
+    match store.gc(mode).await {
+        Ok(r) => {
+            println!(
+                "redis-gc ({}): scanned {} reference sets with {} members; removed {} members of expired entries and {} emptied sets; cursor {} ({})",
+                if args.strict { "strict" } else { "lazy" },
+                r.scanned_sets,
+                r.scanned_members,
+                r.removed_members,
+                r.removed_sets,
+                r.cursor,
+                if r.cursor == 0 {
+                    "the pass is complete"
+                } else {
+                    "continue with --cursor"
+                }
+            );
+            0
+        }
+        Err(e) => {
+            eprintln!("gateway redis-gc: {}: {e}", args.redis);
+            1
+        }
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM, so the matrix runner can stop the gateway by PID.

@@ -5,9 +5,11 @@
 //! wants the order of the query. [`write_body`] writes the JSON by walking the
 //! request's parsed document and the data together.
 
+use std::collections::HashMap;
+
 use async_graphql::{ServerError, Variables};
 use async_graphql_parser::types::{
-    BaseType, DocumentOperations, ExecutableDocument, OperationDefinition, OperationType,
+    BaseType, DocumentOperations, ExecutableDocument, Field, OperationDefinition, OperationType,
     SelectionSet, Type,
 };
 use async_graphql_value::{indexmap::IndexMap, ConstValue, Name};
@@ -174,40 +176,31 @@ impl Writer<'_> {
         for set in sets {
             self.view.collect_fields(ty, set, &mut fields);
         }
-        let mut written: Vec<&str> = Vec::with_capacity(map.len());
+        let groups = ResponseKeys::group(&fields);
         out.push(b'{');
-        for field in &fields {
-            let key = field.response_key().node.as_str();
-            if written.contains(&key) {
-                continue;
-            }
-            if !written.is_empty() {
+        for (i, (key, field, child_sets)) in groups.entries.iter().enumerate() {
+            if i > 0 {
                 out.push(b',');
             }
-            written.push(key);
-            let child_sets: Vec<&SelectionSet> = fields
-                .iter()
-                .filter(|f| f.response_key().node == key)
-                .map(|f| &f.selection_set.node)
-                .collect();
             let child_ty = ty
                 .and_then(|t| self.supergraph.field(t, field.name.node.as_str()))
                 .map(|def| &def.ty);
             serde_json::to_writer(&mut *out, key)?;
             out.push(b':');
             // A field async-graphql left out (its resolver failed) is null.
-            let value = map.get(key).unwrap_or(&ConstValue::Null);
-            if !self.value(out, value, child_ty, &child_sets)? {
+            let value = map.get(*key).unwrap_or(&ConstValue::Null);
+            if !self.value(out, value, child_ty, child_sets)? {
                 return Ok(false);
             }
         }
         // Anything the document does not explain keeps async-graphql's order.
+        let mut written = groups.entries.len();
         for (key, value) in map {
-            if !written.contains(&key.as_str()) {
-                if !written.is_empty() {
+            if !groups.contains(key.as_str()) {
+                if written > 0 {
                     out.push(b',');
                 }
-                written.push(key.as_str());
+                written += 1;
                 serde_json::to_writer(&mut *out, key.as_str())?;
                 out.push(b':');
                 serde_json::to_writer(&mut *out, value)?;
@@ -215,5 +208,53 @@ impl Writer<'_> {
         }
         out.push(b'}');
         Ok(true)
+    }
+}
+
+/// The fields of one object grouped by response key, in the order each key first
+/// appears, each with the sub-selections of every field that shares the key (GraphQL
+/// merges them). Linear in the number of fields: a 1000-alias document must not cost
+/// a million comparisons per object.
+struct ResponseKeys<'d> {
+    entries: Vec<(&'d str, &'d Field, Vec<&'d SelectionSet>)>,
+    /// Key → position in `entries`, built only for objects with many fields; small
+    /// objects are searched linearly, which is cheaper than hashing.
+    index: Option<HashMap<&'d str, usize>>,
+}
+
+/// Above this many fields an object's keys are indexed by a hash map.
+const LINEAR_SEARCH_MAX: usize = 16;
+
+impl<'d> ResponseKeys<'d> {
+    fn group(fields: &[&'d Field]) -> ResponseKeys<'d> {
+        let mut keys = ResponseKeys {
+            entries: Vec::with_capacity(fields.len()),
+            index: (fields.len() > LINEAR_SEARCH_MAX).then(|| HashMap::with_capacity(fields.len())),
+        };
+        for field in fields {
+            let key = field.response_key().node.as_str();
+            match keys.position(key) {
+                Some(i) => keys.entries[i].2.push(&field.selection_set.node),
+                None => {
+                    if let Some(index) = &mut keys.index {
+                        index.insert(key, keys.entries.len());
+                    }
+                    keys.entries
+                        .push((key, field, vec![&field.selection_set.node]));
+                }
+            }
+        }
+        keys
+    }
+
+    fn position(&self, key: &str) -> Option<usize> {
+        match &self.index {
+            Some(index) => index.get(key).copied(),
+            None => self.entries.iter().position(|(k, _, _)| *k == key),
+        }
+    }
+
+    fn contains(&self, key: &str) -> bool {
+        self.position(key).is_some()
     }
 }

@@ -104,10 +104,12 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
         metrics.clone(),
     )?;
     let fetch: Arc<dyn Fetch> = Arc::new(clients);
-    let cache = config
-        .cache
-        .clone()
-        .map(|settings| Arc::new(ResolverCache::new(settings)));
+    let cache = match config.cache.clone() {
+        Some(settings) => Some(Arc::new(
+            ResolverCache::new(settings).map_err(|e| anyhow::anyhow!(e))?,
+        )),
+        None => None,
+    };
     if let Some(cache) = &cache {
         let cache = Arc::downgrade(cache);
         metrics.add_section(move |out| {

@@ -107,3 +107,38 @@ async fn a_cached_document_with_bad_variables_is_still_refused() {
     let (hits, misses, _, _) = doc_metrics(&lab).await;
     assert_eq!((hits, misses), (4.0, 1.0));
 }
+
+#[tokio::test]
+async fn a_thousand_aliases_answer_in_query_order_from_the_cache_too() {
+    let lab = Lab::start().await;
+    const NAMES: [&str; 3] = ["pid", "title", "content"];
+    let fields: Vec<String> = (0..1000)
+        .map(|i| format!("f{i}: {}", NAMES[i % 3]))
+        .collect();
+    // The same response key twice merges into one entry, at its first place.
+    let query = format!(
+        "{{ topPosts(count: 1) {{ {} f0: pid }} }}",
+        fields.join(" ")
+    );
+    let body = json!({ "query": query }).to_string();
+    for _ in 0..2 {
+        let (status, text) = lab.post_raw(body.clone()).await;
+        assert_eq!(status, 200, "{text}");
+        // The keys in the text, in order (serde_json's map would sort them).
+        let keys: Vec<&str> = text
+            .split("\"f")
+            .skip(1)
+            .map(|rest| &rest[..rest.find('"').unwrap()])
+            .collect();
+        let expected: Vec<String> = (0..1000).map(|i| i.to_string()).collect();
+        assert_eq!(keys, expected);
+        let answer: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let post = &answer["data"]["topPosts"][0];
+        assert_eq!(
+            (&post["f1"], &post["f999"]),
+            (&json!("Post 1"), &json!("p1"))
+        );
+    }
+    let (hits, misses, _, _) = doc_metrics(&lab).await;
+    assert_eq!((hits, misses), (1.0, 1.0));
+}

@@ -151,6 +151,10 @@ where
     fn observe_evictions(&self, observer: EvictionObserver) {
         self.inner.observe_evictions(observer)
     }
+
+    fn read_in_flight(&self) -> bool {
+        self.inner.read_in_flight()
+    }
 }
 
 fn decode<V, C: Codec<V>>(codec: &C, stored: Stored<Bytes>) -> StorageResult<Stored<V>> {
@@ -235,6 +239,22 @@ impl Envelope {
             },
         })
     }
+}
+
+/// How many leading bytes of an envelope hold a namespace of up to
+/// `max_namespace` bytes (for a store that reads only an entry's head).
+pub(crate) const fn envelope_head_len(max_namespace: usize) -> usize {
+    ENVELOPE_HEADER + max_namespace
+}
+
+/// The namespace in the first bytes of an envelope, if they hold it whole.
+pub(crate) fn envelope_namespace(head: &[u8]) -> Option<&str> {
+    if head.len() < ENVELOPE_HEADER || head[0] != ENVELOPE_VERSION {
+        return None;
+    }
+    let len = usize::from(u16::from_le_bytes([head[17], head[18]]));
+    let namespace = head.get(ENVELOPE_HEADER..ENVELOPE_HEADER + len)?;
+    std::str::from_utf8(namespace).ok()
 }
 
 fn to_unix_millis(deadline: Instant) -> u64 {

@@ -211,6 +211,15 @@ impl<V: Clone + Send + Sync + 'static> MemoryStorage<V> {
         self.inner.shared.index.len()
     }
 
+    /// The entry under `key`, read at once.
+    pub(crate) fn lookup(&self, key: CacheKey) -> Option<Stored<V>> {
+        self.inner.entries.get(&key).map(|entry| Stored {
+            value: entry.value.clone(),
+            fresh_until: entry.fresh_until,
+            stale_until: entry.stale_until,
+        })
+    }
+
     fn remove(&self, key: CacheKey, removals: &mut Removals) {
         if let Some(entry) = self.inner.entries.remove(&key) {
             removals.record(&entry.namespace);

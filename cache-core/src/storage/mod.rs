@@ -14,15 +14,27 @@
 //!   a `Storage<V>` through a pluggable [`Codec`], and [`Envelope`] frames an
 //!   entry with wall-clock deadlines for stores shared between processes.
 //!
-//! Back ends: [`MemoryStorage`] (moka) here; Redis implements the same trait
-//! in its own module later, and a layered store (memory in front of Redis)
-//! can compose two of them.
+//! Back ends:
+//! - [`MemoryStorage`] (moka), one process;
+//! - [`RedisStorage`], a `Storage<Bytes>` shared between processes: wrap it
+//!   as `Encoded<RedisStorage, JsonCodec>`. It frames entries with
+//!   [`Envelope`], keeps references as Redis sets, batches concurrent gets
+//!   into one `MGET`, and fails fast behind a circuit breaker (see its
+//!   module docs for the layout and the fault handling);
+//! - [`LayeredStorage`], a short-lived [`MemoryStorage`] in front of any
+//!   store, usually the Redis one, with invalidations broadcast to the
+//!   other processes over Redis pub/sub.
+//!
+//! A remote store says so with [`Storage::read_in_flight`]: the cache then
+//! lets concurrent callers of one key share one read.
 //!
 //! Deadlines are [`Instant`]s in this process; a store that persists them
 //! elsewhere converts them (as [`Envelope`] does).
 
 mod codec;
+mod layered;
 mod memory;
+mod redis;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -30,7 +42,15 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+pub use self::redis::{
+    GcMode, GcReport, RedisFault, RedisStats, RedisStorage, RedisStorageBuilder,
+    DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD, DEFAULT_COMMAND_TIMEOUT,
+    DEFAULT_MAX_BATCH, DEFAULT_PREFIX,
+};
 pub use codec::{Codec, Encoded, Envelope, JsonCodec};
+pub use layered::{
+    LayeredStats, LayeredStorage, LayeredStorageBuilder, DEFAULT_L1_MAX_ENTRIES, DEFAULT_L1_TTL,
+};
 pub use memory::{MemoryStorage, MemoryStorageBuilder, DEFAULT_MAX_ENTRIES};
 
 use crate::error::StorageError;
@@ -238,6 +258,15 @@ pub trait Storage<V: Send + 'static>: Send + Sync + 'static {
     fn observe_evictions(&self, observer: EvictionObserver) {
         let _ = observer;
     }
+
+    /// Whether a read costs enough (a round trip) that concurrent lookups of
+    /// one key should share it. When `true`, the cache lets one caller per
+    /// key read the store and hands its answer to every caller that arrives
+    /// while the read is in flight. A store that answers at once (the memory
+    /// one) keeps the default, `false`, and every caller reads it directly.
+    fn read_in_flight(&self) -> bool {
+        false
+    }
 }
 
 impl<V: Send + 'static, S: Storage<V> + ?Sized> Storage<V> for Arc<S> {
@@ -282,5 +311,9 @@ impl<V: Send + 'static, S: Storage<V> + ?Sized> Storage<V> for Arc<S> {
 
     fn observe_evictions(&self, observer: EvictionObserver) {
         (**self).observe_evictions(observer)
+    }
+
+    fn read_in_flight(&self) -> bool {
+        (**self).read_in_flight()
     }
 }

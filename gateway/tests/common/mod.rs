@@ -75,6 +75,8 @@ pub fn post_router_delayed(delay: Duration) -> Router {
 /// Cache settings: `ttl` seconds, no stale window, no policies.
 pub fn cache(ttl: f64) -> Option<gateway::caching::CacheSettings> {
     Some(gateway::caching::CacheSettings {
+        storage: gateway::caching::StorageKind::Memory,
+        redis: None,
         ttl: Duration::from_secs_f64(ttl),
         stale: Duration::ZERO,
         max_entries: 10_000,

@@ -1,0 +1,158 @@
+//! Redis down at start, killed mid-way, restarted, or slow: cache calls
+//! never fail, the breaker opens, the store reconnects.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use cache_core::storage::{Encoded, JsonCodec, RedisStorage, Storage};
+use cache_core::{Cache, CacheKey};
+use serde_json::{json, Value};
+
+use crate::server::{within, RedisServer};
+
+fn cache_over(store: &RedisStorage) -> Cache<Value> {
+    Cache::builder()
+        .ttl(Duration::from_secs(60))
+        .storage(Encoded::new(store.clone(), JsonCodec))
+        .build()
+}
+
+fn key(n: u32) -> CacheKey {
+    CacheKey::builder("Query.n").args(&n).finish()
+}
+
+#[tokio::test]
+async fn redis_down_at_start_costs_misses_and_opens_the_breaker() {
+    let url = format!("redis://127.0.0.1:{}/", RedisServer::unused_port());
+    // A long cool-down keeps the breaker open while we look at it.
+    let store = RedisStorage::builder(url)
+        .breaker(3, Duration::from_secs(30))
+        .build()
+        .expect("building does not need Redis");
+    let cache = cache_over(&store);
+    let ns = cache.namespace("Query.n");
+    for n in 0..20 {
+        let value = cache
+            .get_or_fetch(
+                key(n),
+                &ns,
+                move || async move { Ok::<_, Infallible>(json!(n)) },
+            )
+            .await
+            .expect("a storage failure is a miss, not an error");
+        assert_eq!(value, json!(n));
+    }
+    let stats = cache.stats().namespace("Query.n").cloned().unwrap();
+    assert_eq!(stats.misses, 20);
+    assert_eq!(
+        stats.storage_errors, 40,
+        "a failed read and a failed write per call"
+    );
+    let redis = store.stats();
+    assert!(redis.breaker_open);
+    assert_eq!(redis.breaker_trips, 1);
+    assert_eq!(
+        redis.errors, 3,
+        "after 3 failures no call touched the network"
+    );
+    assert_eq!(redis.rejected, 37);
+    assert!(store.ping().await.is_err());
+}
+
+#[tokio::test]
+async fn killed_and_restarted_redis_never_fails_a_call_and_is_used_again() {
+    let mut server = RedisServer::start();
+    let store = RedisStorage::builder(server.url())
+        .breaker(5, Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let cache = cache_over(&store);
+    let ns = cache.namespace("Query.n");
+    let mut failures = 0;
+    for i in 0..200u32 {
+        if i == 50 {
+            server.kill();
+        }
+        let n = i % 20;
+        match cache
+            .get_or_fetch(
+                key(n),
+                &ns,
+                move || async move { Ok::<_, Infallible>(json!(n)) },
+            )
+            .await
+        {
+            Ok(value) => assert_eq!(value, json!(n)),
+            Err(_) => failures += 1,
+        }
+    }
+    assert_eq!(failures, 0, "no call failed");
+    let stats = cache.stats().namespace("Query.n").cloned().unwrap();
+    assert_eq!(stats.hits, 30, "calls 20..50 were hits");
+    assert!(stats.storage_errors > 0);
+    assert!(store.stats().errors > 0);
+
+    server.restart();
+    let mut n = 1000;
+    let stored_again = within(Duration::from_secs(10), async || {
+        n += 1;
+        let _ = cache
+            .get_or_fetch(
+                key(n),
+                &ns,
+                move || async move { Ok::<_, Infallible>(json!(n)) },
+            )
+            .await;
+        matches!(store.get(key(n)).await, Ok(Some(_)))
+    })
+    .await;
+    assert!(stored_again, "the store reconnected and stores again");
+    assert!(!store.stats().breaker_open);
+}
+
+#[tokio::test]
+async fn a_slow_redis_times_out_instead_of_stalling_calls() {
+    let server = RedisServer::start();
+    let store = RedisStorage::builder(server.url())
+        .command_timeout(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let cache = cache_over(&store);
+    let ns = cache.namespace("Query.n");
+    store.ping().await.unwrap();
+
+    // Keep the server busy for 1.5 s with a script on another connection.
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut other = client.get_multiplexed_async_connection().await.unwrap();
+    let busy = tokio::spawn(async move {
+        let script = "local t = redis.call('TIME') \
+            local start = t[1] * 1000 + t[2] / 1000 \
+            repeat t = redis.call('TIME') until t[1] * 1000 + t[2] / 1000 - start > 1500 \
+            return 1";
+        let _ = redis::cmd("EVAL")
+            .arg(script)
+            .arg(0)
+            .query_async::<i64>(&mut other)
+            .await;
+    });
+    let slow = within(Duration::from_secs(2), async || store.ping().await.is_err()).await;
+    assert!(slow, "the server is busy");
+
+    let value = cache
+        .get_or_fetch(key(1), &ns, || async {
+            Ok::<_, Infallible>(json!("fetched"))
+        })
+        .await
+        .unwrap();
+    assert_eq!(value, json!("fetched"));
+    let redis = store.stats();
+    assert!(
+        redis.timeouts >= 3,
+        "the ping, the read and the write timed out: {redis:?}"
+    );
+    assert_eq!(
+        cache.stats().namespace("Query.n").unwrap().storage_errors,
+        2
+    );
+    busy.await.unwrap();
+}

@@ -1,0 +1,9 @@
+//! Tests of the Redis back end and the layered store against a real
+//! `redis-server`, started by each test on a free port (see `server`).
+//! They fail, loudly, if `redis-server` is not installed.
+
+mod cache;
+mod faults;
+mod layered;
+mod server;
+mod store;

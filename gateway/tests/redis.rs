@@ -1,0 +1,447 @@
+//! The shared Redis tier through real processes: gateway processes (this crate's
+//! binary) over one `redis-server`, which each test starts on a free port and stops by
+//! PID; the subgraphs run in this process. Without `redis-server` installed these
+//! tests fail and say so (scripts/test.sh installs it).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{metric, post_router, user_router, Server};
+use serde_json::{json, Value};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A `redis-server` of this test, stopped by PID when dropped.
+struct Redis {
+    port: u16,
+    child: Option<Child>,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        Redis::start_on(free_port())
+    }
+
+    fn start_on(port: u16) -> Redis {
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start redis-server ({e}): install the Debian package redis-server (scripts/test.sh does)")
+            });
+        let redis = Redis {
+            port,
+            child: Some(child),
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while redis.try_command(&["PING"]).as_deref() != Some("+PONG") {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not answer PING"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        redis
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Kill the server by PID (SIGKILL: no goodbye to its clients).
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// One command over RESP; the first line of the reply.
+    fn try_command(&self, args: &[&str]) -> Option<String> {
+        let mut conn = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        conn.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+        let mut request = format!("*{}\r\n", args.len());
+        for a in args {
+            request.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        conn.write_all(request.as_bytes()).ok()?;
+        let mut buf = [0u8; 512];
+        let n = conn.read(&mut buf).ok()?;
+        let text = String::from_utf8_lossy(&buf[..n]).to_string();
+        text.lines().next().map(str::to_string)
+    }
+
+    fn dbsize(&self) -> u64 {
+        let reply = self.try_command(&["DBSIZE"]).expect("DBSIZE");
+        reply.trim_start_matches(':').parse().unwrap()
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A gateway process over the in-process subgraphs, stopped by PID when dropped.
+struct Gateway {
+    addr: SocketAddr,
+    child: Child,
+    http: reqwest::Client,
+}
+
+impl Gateway {
+    async fn start(user: &Server, post: &Server, extra: &[&str]) -> Gateway {
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_gateway"))
+            .args(["--listen", &addr.to_string()])
+            .args(["--subgraph", &format!("user={}", user.url())])
+            .args(["--subgraph", &format!("post={}", post.url())])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the gateway binary");
+        let gateway = Gateway {
+            addr,
+            child,
+            http: reqwest::Client::new(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let health = gateway
+                .http
+                .get(format!("http://{addr}/health"))
+                .send()
+                .await;
+            if health.is_ok_and(|r| r.status() == 200) {
+                return gateway;
+            }
+            assert!(Instant::now() < deadline, "the gateway did not start");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn query(&self, query: &str) -> Value {
+        let r = self
+            .http
+            .post(format!("http://{}/graphql", self.addr))
+            .json(&json!({ "query": query }))
+            .send()
+            .await
+            .expect("the gateway answers");
+        assert_eq!(r.status(), 200);
+        r.json().await.unwrap()
+    }
+
+    async fn metric(&self, name: &str) -> f64 {
+        let text = self
+            .http
+            .get(format!("http://{}/metrics", self.addr))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        metric(&text, name).unwrap_or_else(|| panic!("{name} missing from:\n{text}"))
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn subgraph_requests(user: &Server, post: &Server) -> f64 {
+    let http = reqwest::Client::new();
+    let mut total = 0.0;
+    for s in [user, post] {
+        let text = http
+            .get(format!("http://{}/metrics", s.addr))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        total += metric(&text, "subgraph_requests_total").unwrap();
+    }
+    total
+}
+
+const READ: &str =
+    r#"{ getPost(pid: "p1") { pid title } topPosts(count: 2) { pid title author { name } } }"#;
+
+async fn shared_cache_across_two_gateways(storage: &str) {
+    let (user, post) = (
+        Server::start(user_router()).await,
+        Server::start(post_router()).await,
+    );
+    let redis = Redis::start();
+    let url = redis.url();
+    // A long L1 ttl: only the invalidation message can make B's L1 fresh.
+    let args = [
+        "--ttl",
+        "10",
+        "--storage",
+        storage,
+        "--redis",
+        &url,
+        "--l1-ttl",
+        "60",
+    ];
+    let a = Gateway::start(&user, &post, &args).await;
+    let b = Gateway::start(&user, &post, &args).await;
+
+    let first = a.query(READ).await;
+    assert_eq!(first["data"]["getPost"]["title"], "Post 1", "{first}");
+    let before = subgraph_requests(&user, &post).await;
+    let through_b = b.query(READ).await;
+    assert_eq!(through_b, first);
+    assert_eq!(
+        subgraph_requests(&user, &post).await,
+        before,
+        "{storage}: gateway B answered from the shared cache without the subgraphs"
+    );
+
+    if storage == "layered" {
+        // B must listen before A publishes.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while b.metric("gateway_cache_invalidation_subscribed").await < 1.0 {
+            assert!(Instant::now() < deadline, "B never subscribed");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let renamed = a
+        .query(r#"mutation { updatePostTitle(pid: "p1", title: "Renamed") { pid title } }"#)
+        .await;
+    assert_eq!(renamed["data"]["updatePostTitle"]["title"], "Renamed");
+    // Redis is invalidated before A answers; B's L1 hears of it over pub/sub, which
+    // is asynchronous: allow it a bounded moment.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let after = b.query(READ).await;
+        let fresh = after["data"]["getPost"]["title"] == "Renamed"
+            && after["data"]["topPosts"][0]["title"] == "Renamed";
+        if fresh {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{storage}: B still serves the old title: {after}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    if storage == "layered" {
+        assert!(
+            b.metric("gateway_cache_invalidation_messages_total{direction=\"received\"}")
+                .await
+                >= 1.0
+        );
+    }
+}
+
+#[tokio::test]
+async fn two_gateways_share_redis_and_see_each_others_mutations() {
+    shared_cache_across_two_gateways("redis").await;
+}
+
+#[tokio::test]
+async fn two_layered_gateways_share_redis_and_drop_each_others_l1() {
+    shared_cache_across_two_gateways("layered").await;
+}
+
+#[tokio::test]
+async fn a_redis_that_is_down_at_start_costs_no_answers() {
+    let (user, post) = (
+        Server::start(user_router()).await,
+        Server::start(post_router()).await,
+    );
+    let dead = format!("redis://127.0.0.1:{}", free_port());
+    let gw = Gateway::start(
+        &user,
+        &post,
+        &["--ttl", "10", "--storage", "redis", "--redis", &dead],
+    )
+    .await;
+    for _ in 0..20 {
+        let answer = gw.query(READ).await;
+        assert_eq!(answer["data"]["getPost"]["title"], "Post 1", "{answer}");
+        assert!(answer.get("errors").is_none(), "{answer}");
+    }
+    assert!(gw.metric("gateway_redis_errors_total").await >= 1.0);
+    assert!(gw.metric("gateway_redis_breaker_trips_total").await >= 1.0);
+    assert!(
+        gw.metric("gateway_redis_rejected_total").await >= 1.0,
+        "the open breaker answers at once"
+    );
+}
+
+#[tokio::test]
+async fn killing_redis_under_load_costs_no_answers_and_it_fills_again() {
+    let (user, post) = (
+        Server::start(user_router()).await,
+        Server::start(post_router()).await,
+    );
+    let mut redis = Redis::start();
+    let port = redis.port;
+    let url = redis.url();
+    let gw = Arc::new(
+        Gateway::start(
+            &user,
+            &post,
+            &["--ttl", "1", "--storage", "redis", "--redis", &url],
+        )
+        .await,
+    );
+    let expected = gw.query(READ).await;
+    assert!(redis.dbsize() > 0);
+
+    let (ok, bad) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let stop_at = Instant::now() + Duration::from_secs(4);
+    let mut clients = Vec::new();
+    for _ in 0..8 {
+        let (gw, expected, ok, bad) = (gw.clone(), expected.clone(), ok.clone(), bad.clone());
+        clients.push(tokio::spawn(async move {
+            // Bounded: by time, and by count.
+            for _ in 0..100_000 {
+                if Instant::now() >= stop_at {
+                    break;
+                }
+                let answer = gw.query(READ).await;
+                if answer == expected {
+                    ok.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    bad.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    redis.kill();
+    let served_before_kill = ok.load(Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let restarted = Redis::start_on(port);
+    for c in clients {
+        c.await.unwrap();
+    }
+    let (ok, bad) = (ok.load(Ordering::Relaxed), bad.load(Ordering::Relaxed));
+    eprintln!(
+        "fault test: {ok} right answers ({served_before_kill} before the kill), {bad} wrong; redis errors {}, breaker trips {}, rejected at once {}",
+        gw.metric("gateway_redis_errors_total").await,
+        gw.metric("gateway_redis_breaker_trips_total").await,
+        gw.metric("gateway_redis_rejected_total").await,
+    );
+    assert_eq!(bad, 0, "answers lost while Redis was killed ({ok} good)");
+    assert!(
+        ok > served_before_kill,
+        "the gateway kept answering after the kill"
+    );
+    assert!(gw.metric("gateway_redis_errors_total").await >= 1.0);
+    // The restarted Redis fills again once the breaker lets calls through.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while restarted.dbsize() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the restarted Redis was never written to"
+        );
+        let _ = gw.query(r#"{ getPost(pid: "p2") { pid } }"#).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn redis_gc_reports_the_members_of_expired_entries() {
+    let (user, post) = (
+        Server::start(user_router()).await,
+        Server::start(post_router()).await,
+    );
+    let redis = Redis::start();
+    let url = redis.url();
+    // getPost lives 200 ms, topPosts a minute: the reference sets Post:p1 and Post:p2
+    // outlive getPost's entries and keep naming them until a collection.
+    let policy = std::env::temp_dir().join(format!("gw-redis-gc-{}.toml", std::process::id()));
+    std::fs::write(&policy, "[policy.\"Query.getPost\"]\nttl = 0.2\n").unwrap();
+    {
+        let policy = policy.to_str().unwrap();
+        let args = [
+            "--ttl",
+            "60",
+            "--policy",
+            policy,
+            "--storage",
+            "redis",
+            "--redis",
+            &url,
+        ];
+        let gw = Gateway::start(&user, &post, &args).await;
+        for q in [
+            r#"{ getPost(pid: "p1") { pid title } }"#,
+            r#"{ getPost(pid: "p2") { pid title } }"#,
+            r#"{ topPosts(count: 2) { pid title } }"#,
+        ] {
+            gw.query(q).await;
+        }
+    }
+    let _ = std::fs::remove_file(&policy);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let gc = |strict: bool| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gateway"));
+        cmd.args(["redis-gc", "--redis", &url]);
+        if strict {
+            cmd.arg("--strict");
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let report = gc(true);
+    let number_before = |text: &str, word: &str| -> u64 {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let i = words
+            .iter()
+            .position(|w| *w == word)
+            .unwrap_or_else(|| panic!("{word} in {text}"));
+        words[i - 1].parse().unwrap()
+    };
+    assert!(report.contains("strict"), "{report}");
+    assert_eq!(number_before(&report, "reference"), 2, "{report}");
+    assert_eq!(number_before(&report, "members;"), 4, "{report}");
+    assert_eq!(number_before(&report, "members"), 2, "removed: {report}");
+    assert_eq!(number_before(&report, "emptied"), 0, "{report}");
+    // A second pass finds nothing left to remove.
+    let again = gc(false);
+    assert!(
+        again.contains("lazy") && again.contains("removed 0 members"),
+        "{again}"
+    );
+
+    let bad = Command::new(env!("CARGO_BIN_EXE_gateway"))
+        .args(["redis-gc"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--redis"));
+}
