@@ -35,7 +35,7 @@ use async_graphql_parser::types::{
     BaseType, Directive, DocumentOperations, ExecutableDocument, Field, OperationDefinition,
     Selection, SelectionSet, Type,
 };
-use async_graphql_parser::Positioned;
+use async_graphql_parser::{Pos, Positioned};
 use async_graphql_value::{ConstValue, Name, Value};
 
 use crate::supergraph::{Kind, Supergraph};
@@ -50,11 +50,73 @@ impl DocumentKey {
     }
 }
 
-/// One cached document: its text (to confirm a hit) and its parse.
+/// One cached document: its text (to confirm a hit), its parse and its plans.
 #[derive(Clone)]
 struct Entry {
     text: Arc<str>,
     doc: Arc<ExecutableDocument>,
+    plans: Arc<DocumentPlans>,
+}
+
+/// What the cache hands back for a document: its parse and its plans.
+#[derive(Clone)]
+pub struct CachedDocument {
+    pub doc: Arc<ExecutableDocument>,
+    pub plans: Arc<DocumentPlans>,
+}
+
+/// A root field's subgraph request, as the planner rendered it.
+#[derive(Debug)]
+pub struct RenderedRoot {
+    /// The whole query text sent to the owner.
+    pub query: String,
+    /// Where the field's sub-selection starts in `query` (part of the cache key).
+    pub selection_start: usize,
+}
+
+/// The per-document plan: the subgraph request of each root field, rendered once
+/// and reused by every later request for the same document.
+///
+/// Only operations without variables use it (with variables, a rendered request may
+/// depend on their values: arguments, `@skip(if: $x)`). It is filled while the
+/// document's first request executes, *before* the document enters the cache, and
+/// frozen when it does: so the weigher sees everything it will ever hold, and the
+/// byte bound covers the plans too.
+#[derive(Debug, Default)]
+pub struct DocumentPlans {
+    roots: std::sync::RwLock<HashMap<(Pos, usize), Arc<RenderedRoot>>>,
+    frozen: std::sync::atomic::AtomicBool,
+}
+
+impl DocumentPlans {
+    /// The rendered request of the root field at `pos` for subgraph `subgraph`.
+    pub fn root(&self, pos: Pos, subgraph: usize) -> Option<Arc<RenderedRoot>> {
+        let roots = self.roots.read().unwrap_or_else(|p| p.into_inner());
+        roots.get(&(pos, subgraph)).cloned()
+    }
+
+    /// Keep a rendered request, unless the plans are already in the cache.
+    pub fn remember(&self, pos: Pos, subgraph: usize, rendered: Arc<RenderedRoot>) {
+        if self.frozen.load(Relaxed) {
+            return;
+        }
+        let mut roots = self.roots.write().unwrap_or_else(|p| p.into_inner());
+        roots.insert((pos, subgraph), rendered);
+    }
+
+    fn freeze(&self) {
+        self.frozen.store(true, Relaxed);
+    }
+
+    /// Estimated heap bytes.
+    fn heap_size(&self) -> usize {
+        let roots = self.roots.read().unwrap_or_else(|p| p.into_inner());
+        map_bytes(&roots)
+            + roots
+                .values()
+                .map(|r| chunk(size_of::<RenderedRoot>() + 16) + chunk(r.query.capacity()))
+                .sum::<usize>()
+    }
 }
 
 /// Parsed documents, bounded by their estimated heap size.
@@ -75,7 +137,8 @@ impl DocumentCache {
             moka::sync::Cache::builder()
                 .max_capacity(max_bytes)
                 .weigher(|_: &DocumentKey, entry: &Entry| {
-                    u32::try_from(entry_size(&entry.text, &entry.doc)).unwrap_or(u32::MAX)
+                    let size = entry_size(&entry.text, &entry.doc) + entry.plans.heap_size();
+                    u32::try_from(size).unwrap_or(u32::MAX)
                 })
                 .eviction_listener(move |_, _, cause| {
                     if cause.was_evicted() {
@@ -95,12 +158,15 @@ impl DocumentCache {
 
     /// The cached parse of `text` (whose key is `key`), counting a hit or a miss. An
     /// entry under the same key for another text (a hash collision) is a miss.
-    pub fn get(&self, key: DocumentKey, text: &str) -> Option<Arc<ExecutableDocument>> {
+    pub fn get(&self, key: DocumentKey, text: &str) -> Option<CachedDocument> {
         let store = self.store.as_ref()?;
         match store.get(&key) {
             Some(entry) if *entry.text == *text => {
                 self.hits.fetch_add(1, Relaxed);
-                Some(entry.doc)
+                Some(CachedDocument {
+                    doc: entry.doc,
+                    plans: entry.plans,
+                })
             }
             _ => {
                 self.misses.fetch_add(1, Relaxed);
@@ -109,14 +175,17 @@ impl DocumentCache {
         }
     }
 
-    /// Keep `doc`, the parse of `text` (a document that parsed and validated).
-    pub fn insert(&self, key: DocumentKey, text: &str, doc: Arc<ExecutableDocument>) {
+    /// Keep `doc`, the parse of `text` (a document that parsed and validated), with
+    /// the plans its first request rendered. The plans are frozen from now on.
+    pub fn insert(&self, key: DocumentKey, text: &str, document: CachedDocument) {
         if let Some(store) = &self.store {
+            document.plans.freeze();
             store.insert(
                 key,
                 Entry {
                     text: Arc::from(text),
-                    doc,
+                    doc: document.doc,
+                    plans: document.plans,
                 },
             );
         }
@@ -531,5 +600,46 @@ fn fits(value: &ConstValue, ty: &Type, sg: &Supergraph) -> bool {
                 _ => false,
             },
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rendered(query: &str) -> Arc<RenderedRoot> {
+        Arc::new(RenderedRoot {
+            query: query.to_string(),
+            selection_start: 1,
+        })
+    }
+
+    #[test]
+    fn plans_are_weighed_and_frozen_when_cached() {
+        let cache = DocumentCache::new(1 << 20);
+        let text = "{ me { id } }";
+        let doc = Arc::new(async_graphql_parser::parse_query(text).unwrap());
+        let plans = Arc::new(DocumentPlans::default());
+        let pos = Pos { line: 1, column: 3 };
+        plans.remember(pos, 0, rendered(&"x".repeat(4000)));
+        let key = DocumentKey::of(text);
+        cache.insert(
+            key,
+            text,
+            CachedDocument {
+                doc: doc.clone(),
+                plans: plans.clone(),
+            },
+        );
+        // The 4000-byte rendered request is part of the entry's weight.
+        assert!(cache.bytes() as usize > entry_size(text, &doc) + 4000);
+        let hit = cache.get(key, text).expect("a hit");
+        assert_eq!(hit.plans.root(pos, 0).unwrap().query.len(), 4000);
+        // Frozen: nothing more can grow an entry after it was weighed.
+        hit.plans
+            .remember(Pos { line: 1, column: 9 }, 0, rendered("y"));
+        assert!(hit.plans.root(Pos { line: 1, column: 9 }, 0).is_none());
+        // Another text under the same key (a collision) is a miss.
+        assert!(cache.get(key, "{ me { name } }").is_none());
     }
 }

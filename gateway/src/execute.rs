@@ -27,6 +27,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 
 use crate::batch::EntityBatcher;
 use crate::caching::{CallKey, ResolverCache};
+use crate::documents::{DocumentPlans, RenderedRoot};
 use crate::plan::{ObjectPlan, Planner};
 use crate::supergraph::{base_name, FieldDef, Kind, SubgraphId, Supergraph, KEY_ALIAS_PREFIX};
 use crate::upstream::{Fetch, FetchKind, FetchRequest, PathItem, UpstreamError, UpstreamResponse};
@@ -52,6 +53,9 @@ pub struct Node {
 #[derive(Default)]
 pub struct RequestScope {
     pub authorization: Option<HeaderValue>,
+    /// The document's plans, when its operation has no variables (see
+    /// [`DocumentPlans`]).
+    pub plans: Option<Arc<DocumentPlans>>,
     /// The request's headers, for cache policies that key by them.
     pub headers: HeaderMap,
     pub batcher: EntityBatcher,
@@ -239,11 +243,27 @@ impl Engine {
             true => self.supergraph.mutation_type.as_deref().unwrap_or_default(),
             false => self.supergraph.query_type.as_str(),
         };
-        let mut query = String::with_capacity(128);
-        query.push_str(if root.mutation { "mutation{" } else { "{" });
-        let selection_start = planner.render_field(&mut query, root.owner, parent_type, field);
-        query.push('}');
         let scope = ctx.ctx.data_unchecked::<Arc<RequestScope>>();
+        let pos = ctx.ctx.item.pos;
+        let rendered = match scope.plans.as_ref().and_then(|p| p.root(pos, root.owner)) {
+            Some(rendered) => rendered,
+            None => {
+                let mut query = String::with_capacity(128);
+                query.push_str(if root.mutation { "mutation{" } else { "{" });
+                let selection_start =
+                    planner.render_field(&mut query, root.owner, parent_type, field);
+                query.push('}');
+                let rendered = Arc::new(RenderedRoot {
+                    query,
+                    selection_start,
+                });
+                if let Some(plans) = &scope.plans {
+                    plans.remember(pos, root.owner, rendered.clone());
+                }
+                rendered
+            }
+        };
+        let (query, selection_start) = (rendered.query.clone(), rendered.selection_start);
         let response = match &self.cache {
             Some(cache) if !root.mutation => {
                 let args: serde_json::Map<String, serde_json::Value> = ctx

@@ -25,7 +25,9 @@ use serde_json::Value as Json;
 
 use async_graphql_parser::types::{ExecutableDocument, OperationDefinition, OperationType};
 
-use crate::documents::{admit, check_variables, DocumentCache, DocumentKey, Refusal};
+use crate::documents::{
+    admit, check_variables, CachedDocument, DocumentCache, DocumentKey, DocumentPlans, Refusal,
+};
 use crate::execute::DocumentLimits;
 use crate::execute::RequestScope;
 use crate::metrics::Metrics;
@@ -404,11 +406,15 @@ async fn execute(
     // instead of parsing again. A document that does not parse is left to
     // async-graphql to report.
     let was_cached = cached.is_some();
-    let document = cached.or_else(|| {
-        async_graphql_parser::parse_query(&request.query)
-            .ok()
-            .map(Arc::new)
-    });
+    let (document, plans) = match cached {
+        Some(CachedDocument { doc, plans }) => (Some(doc), plans),
+        None => (
+            async_graphql_parser::parse_query(&request.query)
+                .ok()
+                .map(Arc::new),
+            Arc::new(DocumentPlans::default()),
+        ),
+    };
     if let Some(doc) = &document {
         if !was_cached {
             let limits = &app.document_limits;
@@ -433,8 +439,13 @@ async fn execute(
             return not_executed(message, media, &app.metrics, started);
         }
     }
+    // Rendered subgraph requests are reused only when no variable can change them.
+    let reusable_plans = operation
+        .filter(|op| op.variable_definitions.is_empty())
+        .map(|_| plans.clone());
     let scope = RequestScope {
         authorization: headers.get(header::AUTHORIZATION).cloned(),
+        plans: reusable_plans,
         headers,
         ..Default::default()
     };
@@ -483,7 +494,11 @@ async fn execute(
     let failed = !response.errors.is_empty();
     if !request_error {
         if let (Some(text), Some(doc)) = (&text_to_cache, &document) {
-            app.documents.insert(key, text, doc.clone());
+            let entry = CachedDocument {
+                doc: doc.clone(),
+                plans,
+            };
+            app.documents.insert(key, text, entry);
         }
     }
     let body = match write_body(
