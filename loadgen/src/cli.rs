@@ -37,9 +37,10 @@ pub enum Command {
 /// `loadgen bench`.
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
-    /// URL to load, http only (e.g. http://127.0.0.1:3000/graphql).
-    #[arg(long)]
-    pub url: String,
+    /// URL to load, http only (e.g. http://127.0.0.1:3000/graphql). Repeatable: with
+    /// several, connection i goes to URL i % n (round robin).
+    #[arg(long, required = true)]
+    pub url: Vec<String>,
     /// Keep-alive connections, each with one request in flight.
     #[arg(short = 'c', long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub connections: u64,
@@ -70,6 +71,11 @@ pub struct BenchArgs {
     /// GraphQL variables as a JSON object (with --query-file).
     #[arg(long, requires = "query_file")]
     pub variables: Option<String>,
+    /// Replace every `{{n}}` of the document, the variables (or the --body-file) by a
+    /// number unique to each request of the run: every request is a new document
+    /// (or new variables).
+    #[arg(long)]
+    pub unique_literals: bool,
     /// Give up on a request after this long and count a timeout.
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub timeout: Duration,
@@ -102,15 +108,26 @@ impl BenchArgs {
                 anyhow::bail!("--body-file and --query-file are mutually exclusive")
             }
         };
-        let template =
-            RequestTemplate::new(&self.url, self.method.as_deref(), &self.headers, body)?;
+        let templates = self
+            .url
+            .iter()
+            .map(|url| {
+                RequestTemplate::with_numbering(
+                    url,
+                    self.method.as_deref(),
+                    &self.headers,
+                    body.clone(),
+                    self.unique_literals,
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let stop = match (self.requests, self.duration) {
             (Some(n), _) => StopRule::Requests(n),
             (None, Some(d)) => StopRule::After(d),
             (None, None) => StopRule::After(Duration::from_secs(10)),
         };
         Ok(BenchPlan {
-            template,
+            templates,
             connections: usize::try_from(self.connections)?,
             threads: match self.threads {
                 Some(t) => usize::try_from(t)?,

@@ -47,6 +47,9 @@ pub struct Control {
     pub finished: AtomicU64,
     /// Finished requests that were errors, warm-up included (progress line only).
     pub failed: AtomicU64,
+    /// `--unique-literals`: the next request number, shared by every connection and
+    /// thread of the run so that no two requests get the same one.
+    pub sequence: AtomicU64,
 }
 
 impl Control {
@@ -157,6 +160,7 @@ impl Connection {
         &mut self,
         template: &RequestTemplate,
         timeout: Duration,
+        sequence: &AtomicU64,
     ) -> (Outcome, usize) {
         let Connection {
             sender,
@@ -171,8 +175,13 @@ impl Connection {
         if timer.is_elapsed() {
             timer.as_mut().reset(deadline);
         }
+        let request = if template.numbered.is_some() {
+            template.build_numbered(sequence.fetch_add(1, Ordering::Relaxed))
+        } else {
+            template.build()
+        };
         let work = async {
-            let response = sender.send_request(template.build()).await?;
+            let response = sender.send_request(request).await?;
             let status = response.status().as_u16();
             let keep_body = (200..300).contains(&status);
             body.clear();
@@ -253,7 +262,9 @@ pub async fn closed_loop(
         {
             Ok(()) => {
                 let sent = Instant::now();
-                let (outcome, size) = connection.exchange(template, timeout).await;
+                let (outcome, size) = connection
+                    .exchange(template, timeout, &control.sequence)
+                    .await;
                 (outcome, size, sent, false)
             }
             Err(outcome) => (outcome, 0, now, true),
@@ -351,7 +362,9 @@ pub async fn open_loop(
                         s.sent_in_window += 1;
                     }
                 }
-                let (outcome, size) = connection.exchange(template, timeout).await;
+                let (outcome, size) = connection
+                    .exchange(template, timeout, &control.sequence)
+                    .await;
                 (outcome, size, sent)
             }
             Err(outcome) => (outcome, 0, Instant::now()),

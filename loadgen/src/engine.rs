@@ -37,7 +37,9 @@ pub enum StopRule {
 /// Everything a benchmark needs, validated.
 #[derive(Debug, Clone)]
 pub struct BenchPlan {
-    pub template: RequestTemplate,
+    /// One request per URL (`--url` repeated), at least one. Connection `i` of the run
+    /// sends to `templates[i % templates.len()]`: round robin over the URLs.
+    pub templates: Vec<RequestTemplate>,
     pub connections: usize,
     pub threads: usize,
     pub stop: StopRule,
@@ -53,6 +55,11 @@ impl BenchPlan {
     /// Threads actually used: never more than connections.
     pub fn effective_threads(&self) -> usize {
         self.threads.clamp(1, self.connections.max(1))
+    }
+
+    /// The request the `index`-th connection of the run sends (round robin over the URLs).
+    pub fn template_for(&self, index: usize) -> &RequestTemplate {
+        &self.templates[index % self.templates.len()]
     }
 }
 
@@ -97,6 +104,9 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchResult> {
     if plan.connections == 0 {
         return Err(anyhow!("--connections must be at least 1"));
     }
+    if plan.templates.is_empty() {
+        return Err(anyhow!("--url is required"));
+    }
     let threads = plan.effective_threads();
     let open_loop = plan.rate.is_some();
     let start = Instant::now();
@@ -119,6 +129,8 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchResult> {
         budget,
         finished: AtomicU64::new(0),
         failed: AtomicU64::new(0),
+        // Numbers start at 1: the matrix checks a numbered query's answer with 0.
+        sequence: AtomicU64::new(1),
     });
     // Open loop: connection k sends at first_k + i * interval, with the connections
     // staggered by 1/rate so that the whole run sends evenly at `rate`.
@@ -146,7 +158,10 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchResult> {
         .enumerate()
     {
         let control = Arc::clone(&control);
-        let template = plan.template.clone();
+        // Connection c of this thread is connection `first + c` of the run.
+        let templates: Vec<RequestTemplate> = (0..count.min(plan.templates.len()))
+            .map(|c| plan.template_for(first_connection + c).clone())
+            .collect();
         let timeout = plan.timeout;
         let my_schedules: Vec<Schedule> = schedules
             .get(first_connection..first_connection + count)
@@ -164,7 +179,8 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchResult> {
                 let window_start = Cell::new(None);
                 runtime.block_on(async {
                     let connections = futures::future::join_all((0..count).map(|c| {
-                        let (control, template, recorder) = (&*control, &template, &recorder);
+                        let template = &templates[c % templates.len()];
+                        let (control, recorder) = (&*control, &recorder);
                         let schedule = my_schedules.get(c).copied();
                         async move {
                             match schedule {

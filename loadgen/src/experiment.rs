@@ -11,9 +11,14 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::{parse_duration, parse_duration_or_zero};
+use crate::request_template::PLACEHOLDER;
 
 /// Flags the runner sets itself; a configuration may not pass them.
 const RUNNER_OWNED_FLAGS: [&str; 3] = ["--listen", "--subgraph", "--profiling"];
+/// In a configuration's gateway arguments, replaced by its redis-server's URL.
+pub const REDIS_PLACEHOLDER: &str = "{redis}";
+/// Most gateway instances one configuration may start.
+pub const MAX_GATEWAYS: i64 = 16;
 
 /// Why an experiment file was rejected.
 #[derive(Debug, thiserror::Error)]
@@ -39,7 +44,8 @@ struct ExperimentFile {
     description: Option<String>,
     #[serde(default)]
     baseline: Option<String>,
-    query: QueryFile,
+    #[serde(default)]
+    query: Option<QueryFile>,
     #[serde(default)]
     load: LoadFile,
     #[serde(default)]
@@ -53,14 +59,24 @@ struct ExperimentFile {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct QueryFile {
-    document: String,
+    #[serde(default)]
+    document: Option<String>,
+    /// The document read from a file, relative to the experiment file.
+    #[serde(default)]
+    document_file: Option<String>,
     #[serde(default)]
     variables: Option<toml::Table>,
-    expected: String,
+    #[serde(default)]
+    expected: Option<String>,
+    /// The expected answer read from a file, relative to the experiment file.
+    #[serde(default)]
+    expected_file: Option<String>,
     #[serde(default)]
     path: Option<String>,
     #[serde(default)]
     headers: Vec<String>,
+    #[serde(default)]
+    unique_literals: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -101,6 +117,16 @@ struct ConfigFile {
     post_service: Vec<String>,
     #[serde(default)]
     load: LoadFile,
+    /// This configuration's own query, replacing the top-level `[query]`.
+    #[serde(default)]
+    query: Option<QueryFile>,
+    /// Start a private redis-server for this configuration (`{redis}` in its gateway
+    /// arguments becomes its URL).
+    #[serde(default)]
+    redis: Option<bool>,
+    /// Gateway instances to start and load round robin (default 1).
+    #[serde(default)]
+    gateways: Option<i64>,
 }
 
 /// The query every configuration is measured with.
@@ -115,9 +141,21 @@ pub struct QuerySpec {
     pub path: String,
     /// Extra request headers, `Name: value`.
     pub headers: Vec<String>,
+    /// Every `{{n}}` of the document and the variables is numbered per request, unique in
+    /// the run (as `loadgen bench --unique-literals`); the answer check reads it as 0.
+    pub unique_literals: bool,
 }
 
 impl QuerySpec {
+    /// The body of the answer check: [`QuerySpec::body`] with every `{{n}}` read as 0.
+    pub fn check_body(&self) -> String {
+        if self.unique_literals {
+            self.body().replace(PLACEHOLDER, "0")
+        } else {
+            self.body()
+        }
+    }
+
     /// The JSON body sent to the gateway.
     pub fn body(&self) -> String {
         let mut body = serde_json::Map::new();
@@ -171,6 +209,14 @@ pub struct ConfigSpec {
     pub user_service_args: Vec<String>,
     pub post_service_args: Vec<String>,
     pub load: LoadSpec,
+    /// The query this configuration is measured with: its own, or the top-level one.
+    pub query: QuerySpec,
+    /// Whether `query` is the configuration's own (`query = {…}` in `[[config]]`).
+    pub own_query: bool,
+    /// Start a redis-server for this configuration and round.
+    pub redis: bool,
+    /// Gateway instances, loaded round robin.
+    pub gateways: usize,
 }
 
 /// A validated experiment.
@@ -180,7 +226,8 @@ pub struct Experiment {
     pub description: Option<String>,
     /// The configuration ratios are taken against.
     pub baseline: String,
-    pub query: QuerySpec,
+    /// The top-level `[query]`, if the file has one (every configuration may have its own).
+    pub query: Option<QuerySpec>,
     pub run: RunSpec,
     pub profile: ProfileSpec,
     pub configs: Vec<ConfigSpec>,
@@ -227,31 +274,15 @@ impl Experiment {
             message,
         };
 
-        if file.query.document.trim().is_empty() {
-            return Err(invalid("query.document is empty".into()));
-        }
-        let expected: serde_json::Value = serde_json::from_str(&file.query.expected)
-            .map_err(|e| invalid(format!("query.expected is not JSON: {e}")))?;
-        let variables = match file.query.variables {
-            Some(table) => Some(
-                serde_json::to_value(table)
-                    .map_err(|e| invalid(format!("query.variables: {e}")))?,
-            ),
-            None => None,
+        let base_dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
         };
-        let query_path = file.query.path.unwrap_or_else(|| "/graphql".into());
-        if !query_path.starts_with('/') {
-            return Err(invalid(format!(
-                "query.path {query_path:?} must start with '/'"
-            )));
-        }
-        for h in &file.query.headers {
-            if !h.contains(':') {
-                return Err(invalid(format!(
-                    "query.headers: {h:?} is not `Name: value`"
-                )));
-            }
-        }
+        let top_query = file
+            .query
+            .map(|q| resolve_query(q, "query", &base_dir))
+            .transpose()
+            .map_err(invalid)?;
 
         let run = RunSpec {
             rounds: match file.run.rounds {
@@ -320,6 +351,40 @@ impl Experiment {
             }
             let load =
                 resolve_load(&c.load, Some(&defaults), &format!("{at}: load")).map_err(invalid)?;
+            let own_query = c.query.is_some();
+            let query = match c.query {
+                Some(q) => resolve_query(q, &format!("{at}: query"), &base_dir).map_err(invalid)?,
+                None => top_query.clone().ok_or_else(|| {
+                    invalid(format!(
+                        "{at} has no query of its own and the file has no top-level [query]"
+                    ))
+                })?,
+            };
+            let redis = c.redis.unwrap_or(false);
+            for (key, args) in [
+                ("user_service", &c.user_service),
+                ("post_service", &c.post_service),
+            ] {
+                if args.iter().any(|a| a.contains(REDIS_PLACEHOLDER)) {
+                    return Err(invalid(format!(
+                        "{at}: {key} uses {REDIS_PLACEHOLDER}, which only gateway arguments may use"
+                    )));
+                }
+            }
+            if !redis && c.gateway.iter().any(|a| a.contains(REDIS_PLACEHOLDER)) {
+                return Err(invalid(format!(
+                    "{at}: gateway uses {REDIS_PLACEHOLDER} but the configuration does not say redis = true"
+                )));
+            }
+            let gateways = match c.gateways {
+                None => 1,
+                Some(n) if (1..=MAX_GATEWAYS).contains(&n) => n as usize,
+                Some(n) => {
+                    return Err(invalid(format!(
+                        "{at}: gateways = {n}: must be 1 to {MAX_GATEWAYS}"
+                    )))
+                }
+            };
             configs.push(ConfigSpec {
                 name: c.name,
                 description: c.description,
@@ -327,6 +392,10 @@ impl Experiment {
                 user_service_args: c.user_service,
                 post_service_args: c.post_service,
                 load,
+                query,
+                own_query,
+                redis,
+                gateways,
             });
         }
         let baseline = file.baseline.unwrap_or_else(|| configs[0].name.clone());
@@ -344,18 +413,77 @@ impl Experiment {
             name,
             description: file.description,
             baseline,
-            query: QuerySpec {
-                document: file.query.document,
-                variables,
-                expected,
-                path: query_path,
-                headers: file.query.headers,
-            },
+            query: top_query,
             run,
             profile,
             configs,
         })
     }
+}
+
+/// A `[query]` table (top-level or a configuration's own); `at` names it in messages,
+/// files are read relative to `base_dir` (the experiment file's directory).
+fn resolve_query(q: QueryFile, at: &str, base_dir: &Path) -> Result<QuerySpec, String> {
+    let read = |key: &str, file: &str| {
+        let full = base_dir.join(file);
+        std::fs::read_to_string(&full)
+            .map_err(|e| format!("{at}.{key} {:?}: cannot read {}: {e}", file, full.display()))
+    };
+    let document = match (q.document, q.document_file) {
+        (Some(d), None) => d,
+        (None, Some(f)) => read("document_file", &f)?,
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "{at}: give either document or document_file, not both"
+            ))
+        }
+        (None, None) => return Err(format!("{at}: needs document or document_file")),
+    };
+    if document.trim().is_empty() {
+        return Err(format!("{at}.document is empty"));
+    }
+    let expected_text = match (q.expected, q.expected_file) {
+        (Some(e), None) => e,
+        (None, Some(f)) => read("expected_file", &f)?,
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "{at}: give either expected or expected_file, not both"
+            ))
+        }
+        (None, None) => return Err(format!("{at}: needs expected or expected_file")),
+    };
+    let expected: serde_json::Value = serde_json::from_str(&expected_text)
+        .map_err(|e| format!("{at}.expected is not JSON: {e}"))?;
+    let variables = match q.variables {
+        Some(table) => {
+            Some(serde_json::to_value(table).map_err(|e| format!("{at}.variables: {e}"))?)
+        }
+        None => None,
+    };
+    let query_path = q.path.unwrap_or_else(|| "/graphql".into());
+    if !query_path.starts_with('/') {
+        return Err(format!("{at}.path {query_path:?} must start with '/'"));
+    }
+    for h in &q.headers {
+        if !h.contains(':') {
+            return Err(format!("{at}.headers: {h:?} is not `Name: value`"));
+        }
+    }
+    let unique_literals = q.unique_literals.unwrap_or(false);
+    let spec = QuerySpec {
+        document,
+        variables,
+        expected,
+        path: query_path,
+        headers: q.headers,
+        unique_literals,
+    };
+    if unique_literals && !spec.body().contains(PLACEHOLDER) {
+        return Err(format!(
+            "{at}.unique_literals = true, but neither the document nor the variables hold {PLACEHOLDER}"
+        ));
+    }
+    Ok(spec)
 }
 
 /// A `[load]` table over its defaults (the file's `[load]`, then the built-in ones).
@@ -421,9 +549,12 @@ name = "plain"
         let e = parse(MINIMAL).unwrap();
         assert_eq!(e.name, "exp");
         assert_eq!(e.baseline, "plain");
-        assert_eq!(e.query.path, "/graphql");
+        assert_eq!(e.configs[0].query.path, "/graphql");
+        assert_eq!(e.query.as_ref(), Some(&e.configs[0].query));
+        assert!(!e.configs[0].own_query && !e.configs[0].redis);
+        assert_eq!(e.configs[0].gateways, 1);
         assert_eq!(
-            e.query.expected,
+            e.configs[0].query.expected,
             serde_json::json!({"data": {"me": {"id": "u1"}}})
         );
         assert_eq!(e.configs.len(), 1);
@@ -472,9 +603,10 @@ load = { rate = 500.0, threads = 2 }
         .unwrap();
         assert_eq!(e.name, "ttl");
         assert_eq!(e.baseline, "b");
-        assert_eq!(e.query.variables, Some(serde_json::json!({"n": 2})));
+        let query = e.query.as_ref().unwrap();
+        assert_eq!(query.variables, Some(serde_json::json!({"n": 2})));
         assert_eq!(
-            e.query.body(),
+            query.body(),
             r#"{"query":"query($n: Int) { topPosts(count: $n) { pid } }","variables":{"n":2}}"#
         );
         assert_eq!(e.configs[0].gateway_args, ["--ttl", "1"]);
@@ -499,7 +631,10 @@ load = { rate = 500.0, threads = 2 }
     #[test]
     fn bad_files_get_clear_errors() {
         let cases: &[(&str, &str)] = &[
-            ("[query]\ndocument = \"{a}\"\n", "missing field `expected`"),
+            (
+                "[query]\ndocument = \"{a}\"\n[[config]]\nname = \"a\"\n",
+                "query: needs expected or expected_file",
+            ),
             (
                 &MINIMAL.replace("[[config]]\nname = \"plain\"\n", ""),
                 "at least one configuration",
@@ -562,6 +697,222 @@ load = { rate = 500.0, threads = 2 }
     }
 
     #[test]
+    fn a_configuration_may_bring_its_own_query() {
+        let e = parse(&format!(
+            r#"{MINIMAL}
+[[config]]
+name = "flood"
+query = {{ document = "{{ getPost(pid: \"p{{{{n}}}}\") {{ pid }} }}", expected = '{{"data":{{"getPost":null}}}}', unique_literals = true, headers = ["x-a: b"] }}
+"#
+        ))
+        .unwrap();
+        let (plain, flood) = (&e.configs[0], &e.configs[1]);
+        assert!(!plain.own_query && flood.own_query);
+        assert_eq!(plain.query.document, "{ me { id } }");
+        assert_eq!(
+            flood.query.document,
+            r#"{ getPost(pid: "p{{n}}") { pid } }"#
+        );
+        assert_eq!(
+            flood.query.expected,
+            serde_json::json!({"data": {"getPost": null}})
+        );
+        assert!(flood.query.unique_literals);
+        assert_eq!(flood.query.headers, ["x-a: b"]);
+        // The answer check reads {{n}} as 0.
+        assert_eq!(
+            flood.query.check_body(),
+            r#"{"query":"{ getPost(pid: \"p0\") { pid } }"}"#
+        );
+
+        // Without a top-level [query], every configuration needs its own.
+        let own_only = r#"
+[[config]]
+name = "a"
+query = { document = "{ a }", expected = '{"data":{"a":1}}' }
+[[config]]
+name = "b"
+query = { document = "{ b }", expected = '{"data":{"b":2}}', path = "/gql" }
+"#;
+        let e = parse(own_only).unwrap();
+        assert!(e.query.is_none());
+        assert_eq!(e.configs[1].query.path, "/gql");
+        let message = error(&format!("{own_only}[[config]]\nname = \"c\"\n"));
+        assert!(
+            message.contains("config #3 (\"c\") has no query of its own")
+                && message.contains("no top-level [query]"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn query_files_are_read_next_to_the_experiment_file() {
+        let dir = std::env::temp_dir().join(format!("loadgen-exp-files-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("q")).unwrap();
+        let fields: Vec<String> = (0..1000).map(|i| format!("f{i}: pid")).collect();
+        let document = format!("{{ getPost(pid: \"p1\") {{ {} }} }}\n", fields.join(" "));
+        std::fs::write(dir.join("q/wide.graphql"), &document).unwrap();
+        std::fs::write(
+            dir.join("q/wide.json"),
+            r#"{"data":{"getPost":{"f0":"p1"}}}"#,
+        )
+        .unwrap();
+        let text = r#"
+[query]
+document_file = "q/wide.graphql"
+expected_file = "q/wide.json"
+[[config]]
+name = "wide"
+[[config]]
+name = "missing"
+query = { document_file = "q/nope.graphql", expected = '{}' }
+"#;
+        let message = Experiment::parse(text, &dir.join("exp.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains(
+                "config #2 (\"missing\"): query.document_file \"q/nope.graphql\": cannot read"
+            ),
+            "{message}"
+        );
+        let text = text.replace("q/nope.graphql", "q/wide.graphql");
+        let e = Experiment::parse(&text, &dir.join("exp.toml")).unwrap();
+        assert_eq!(e.configs[0].query.document, document);
+        assert_eq!(e.configs[1].query.document, document);
+        assert_eq!(
+            e.configs[0].query.expected,
+            serde_json::json!({"data": {"getPost": {"f0": "p1"}}})
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn redis_and_gateways_keys() {
+        let e = parse(&format!(
+            r#"{MINIMAL}
+[[config]]
+name = "shared"
+redis = true
+gateways = 2
+gateway = ["--storage", "redis", "--redis", "{{redis}}"]
+"#
+        ))
+        .unwrap();
+        let (plain, shared) = (&e.configs[0], &e.configs[1]);
+        assert_eq!((plain.redis, plain.gateways), (false, 1));
+        assert_eq!((shared.redis, shared.gateways), (true, 2));
+        assert_eq!(shared.gateway_args[3], "{redis}");
+    }
+
+    #[test]
+    fn bad_query_redis_and_gateways_values_are_named() {
+        let cases: &[(&str, &str)] = &[
+            ("gateways = 0", "config #1 (\"plain\"): gateways = 0: must be 1 to 16"),
+            ("gateways = 17", "gateways = 17: must be 1 to 16"),
+            ("gateways = \"two\"", "gateways"),
+            ("redis = \"yes\"", "redis"),
+            (
+                "gateway = [\"--redis\", \"{redis}\"]",
+                "gateway uses {redis} but the configuration does not say redis = true",
+            ),
+            (
+                "redis = true\npost_service = [\"{redis}\"]",
+                "post_service uses {redis}, which only gateway arguments may use",
+            ),
+            (
+                "query = { document = \"{ a }\" }",
+                "config #1 (\"plain\"): query: needs expected or expected_file",
+            ),
+            (
+                "query = { expected = '{}' }",
+                "query: needs document or document_file",
+            ),
+            (
+                "query = { document = \"{ a }\", document_file = \"a.graphql\", expected = '{}' }",
+                "either document or document_file, not both",
+            ),
+            (
+                "query = { document = \"{ a }\", expected = '{}', expected_file = \"a.json\" }",
+                "either expected or expected_file, not both",
+            ),
+            (
+                "query = { document = \"{ a }\", expected = '{}', unique_literals = true }",
+                "query.unique_literals = true, but neither the document nor the variables hold {{n}}",
+            ),
+            (
+                "query = { document = \"{ a }\", expected = 'nope' }",
+                "config #1 (\"plain\"): query.expected is not JSON",
+            ),
+            (
+                "query = { document = \"{ a }\", expected = '{}', colour = 1 }",
+                "unknown field `colour`",
+            ),
+        ];
+        for (line, expected) in cases {
+            let message = error(&format!("{MINIMAL}{line}\n"));
+            assert!(
+                message.contains(expected),
+                "{line}: expected {expected:?} in: {message}"
+            );
+            assert!(message.starts_with("exp.toml"), "{message}");
+        }
+    }
+
+    #[test]
+    fn the_redis_experiment_is_valid() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/redis.toml");
+        let e = Experiment::load(&path).unwrap();
+        let names: Vec<&str> = e.configs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "memory",
+                "redis",
+                "redis-no-autopipeline",
+                "layered",
+                "layered-2-gateways"
+            ]
+        );
+        assert_eq!(e.baseline, "memory");
+        let seed = Experiment::load(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/seed.toml"),
+        )
+        .unwrap();
+        for c in &e.configs {
+            assert_eq!(c.query, seed.configs[0].query, "{}: the seed query", c.name);
+            assert_eq!((c.load.connections, c.load.threads), (100, 1), "{}", c.name);
+            let ttl = c.gateway_args.iter().position(|a| a == "--ttl");
+            assert_eq!(
+                ttl.map(|i| c.gateway_args[i + 1].as_str()),
+                Some("10"),
+                "{}: --ttl 10",
+                c.name
+            );
+            assert_eq!(c.redis, c.name != "memory", "{}", c.name);
+        }
+        assert_eq!(e.configs[4].gateways, 2);
+        assert!(e.configs[..4].iter().all(|c| c.gateways == 1));
+        assert_eq!(
+            e.configs[2].gateway_args,
+            [
+                "--ttl",
+                "10",
+                "--storage",
+                "redis",
+                "--redis",
+                "{redis}",
+                "--redis-autopipeline",
+                "false"
+            ]
+        );
+        assert_eq!(
+            e.configs[3].gateway_args,
+            ["--ttl", "10", "--storage", "layered", "--redis", "{redis}"]
+        );
+    }
+
+    #[test]
     fn the_seed_experiment_is_valid() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/seed.toml");
         let e = Experiment::load(&path).unwrap();
@@ -571,7 +922,7 @@ load = { rate = 500.0, threads = 2 }
         assert!(e.configs.iter().all(|c| c.load.connections == 100));
         assert_eq!(e.configs[2].gateway_args, ["--ttl", "1"]);
         assert_eq!(
-            e.query.expected,
+            e.query.as_ref().unwrap().expected,
             serde_json::json!({"data":{"me":{"id":"u1","name":"John","nickname":"John","topPosts":[{"pid":"p1","author":{"id":"u1"}},{"pid":"p3","author":{"id":"u1"}}]},"topPosts":[{"pid":"p1"},{"pid":"p2"}]}})
         );
     }

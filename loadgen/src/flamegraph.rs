@@ -32,11 +32,23 @@ pub enum ProfileOutcome {
 pub async fn fetch_profile(gateway: SocketAddr, seconds: u64, hz: u32) -> ProfileOutcome {
     let path = format!("/debug/profile?seconds={seconds}&hz={hz}");
     let deadline = Duration::from_secs(seconds) + PROFILE_SLACK;
+    let asked = std::time::Instant::now();
     match http_probe::get(gateway, &path, deadline).await {
         Ok(answer) if answer.status == 200 => {
             let text = answer.text();
             if collapsed_counts(&text).is_empty() {
-                ProfileOutcome::Unavailable("no flamegraph: the profile had no samples".into())
+                let mut start = text.trim().to_string();
+                start.truncate(120);
+                ProfileOutcome::Unavailable(format!(
+                    "no flamegraph: the profile had no samples ({} bytes after {:.1} s{})",
+                    text.len(),
+                    asked.elapsed().as_secs_f64(),
+                    if start.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {start:?}")
+                    }
+                ))
             } else {
                 ProfileOutcome::Stacks(text)
             }

@@ -10,7 +10,8 @@
 //! - request side: [`request_template`], [`client`], [`outcome`]
 //! - measurement: [`stats`], [`engine`], [`proc_usage`], [`progress`], [`report`]
 //! - the matrix: [`experiment`], [`services`], [`http_probe`], [`metrics`],
-//!   [`flamegraph`], [`matrix`], [`summary`], [`chart`], [`manifest`], [`compare`]
+//!   [`flamegraph`], [`matrix`], [`summary`], [`chart`], [`manifest`], [`compare`],
+//!   [`redis_server`]
 //! - a known target for tests and calibration: [`target_server`]
 pub mod chart;
 pub mod cli;
@@ -26,6 +27,7 @@ pub mod metrics;
 pub mod outcome;
 pub mod proc_usage;
 pub mod progress;
+pub mod redis_server;
 pub mod report;
 pub mod request_template;
 pub mod services;

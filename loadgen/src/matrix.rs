@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::cli::MatrixArgs;
 use crate::engine::{self, BenchPlan, StopRule};
-use crate::experiment::{ConfigSpec, Experiment, QuerySpec};
+use crate::experiment::{ConfigSpec, Experiment, QuerySpec, REDIS_PLACEHOLDER};
 use crate::flamegraph::{self, ProfileOutcome};
 use crate::manifest::{self, Manifest};
 use crate::metrics::Scrape;
@@ -27,8 +27,8 @@ use crate::proc_usage;
 use crate::report::BenchReport;
 use crate::request_template::{BodySource, RequestTemplate};
 use crate::services::{free_ports, ServiceProcess, STOP_GRACE};
-use crate::summary::{self, ConfigSummary, Measurement, Summary};
-use crate::{chart, http_probe};
+use crate::summary::{self, ConfigSummary, InstanceFigures, Measurement, Summary};
+use crate::{chart, http_probe, redis_server};
 
 /// Binaries the runner starts, by file name.
 const GATEWAY: &str = "gateway";
@@ -38,6 +38,10 @@ const POST_SERVICE: &str = "post-service";
 const HEALTH_DEADLINE: Duration = Duration::from_secs(60);
 /// Deadline of one answer check or metrics scrape.
 const PROBE_DEADLINE: Duration = Duration::from_secs(10);
+/// How long a configuration's redis-server may take to answer PING.
+const REDIS_DEADLINE: Duration = Duration::from_secs(20);
+/// How often the gateway's VmRSS is read during warm-up and window.
+const RSS_SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
 /// Defaults when neither the command line nor the experiment file says.
 const DEFAULT_ROUNDS: u32 = 3;
@@ -141,14 +145,65 @@ struct RunRecord {
     round: u32,
     config: String,
     services: Vec<ServiceRecord>,
+    query: QueryRecord,
     bench: BenchReport,
     /// Per-service metric differences over the measured window.
     metrics_delta: BTreeMap<String, BTreeMap<String, f64>>,
+    /// Summed over the gateway instances.
     gateway_cpu_cores: Option<f64>,
+    /// VmHWM at the end of the window (the largest instance's), profiler included.
     gateway_peak_rss_bytes: Option<u64>,
+    /// VmRSS before the load, sampled peak and at the window's end (largest instance).
+    rss_start_mib: Option<f64>,
+    rss_peak_mib: Option<f64>,
+    rss_end_mib: Option<f64>,
+    rss_warmup_peak_mib: Option<f64>,
+    /// VmRSS readings taken per instance.
+    rss_samples: Vec<usize>,
+    /// Per gateway instance: requests, cache counters, CPU, RSS.
+    gateways: Vec<InstanceFigures>,
+    /// The configuration's redis-server, if it has one.
+    redis: Option<RedisRecord>,
     profile: String,
     answer_checked_before: bool,
     answer_checked_after: bool,
+}
+
+/// The query a run was measured with (the document abridged).
+#[derive(Debug, Clone, Serialize)]
+struct QueryRecord {
+    /// The configuration's own query rather than the top-level one.
+    own: bool,
+    path: String,
+    document_chars: usize,
+    /// The first 200 characters of the document.
+    document_start: String,
+    variables: Option<serde_json::Value>,
+    unique_literals: bool,
+}
+
+impl QueryRecord {
+    fn of(q: &QuerySpec, own: bool) -> QueryRecord {
+        QueryRecord {
+            own,
+            path: q.path.clone(),
+            document_chars: q.document.chars().count(),
+            document_start: q.document.chars().take(200).collect(),
+            variables: q.variables.clone(),
+            unique_literals: q.unique_literals,
+        }
+    }
+}
+
+/// What the runner saw of a configuration's redis-server.
+#[derive(Debug, Clone, Serialize)]
+struct RedisRecord {
+    url: String,
+    /// INFO `total_commands_processed` at the window's start and end.
+    commands_processed_before: Option<u64>,
+    commands_processed_after: Option<u64>,
+    /// Commands in the window, the runner's own INFO subtracted.
+    commands_in_window: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -161,14 +216,15 @@ struct ServiceRecord {
     stopped: String,
 }
 
-/// Ask the gateway the experiment's query and compare with the expected answer.
+/// Ask the gateway the configuration's query (`{{n}}` read as 0) and compare with the
+/// expected answer.
 async fn check_answer(gateway: SocketAddr, query: &QuerySpec) -> anyhow::Result<()> {
     let answer = http_probe::request(
         gateway,
         Method::POST,
         &query.path,
         &query.headers,
-        Some(query.body()),
+        Some(query.check_body()),
         PROBE_DEADLINE,
     )
     .await
@@ -193,7 +249,7 @@ async fn scrape(addr: SocketAddr) -> anyhow::Result<Scrape> {
     Ok(Scrape::parse(&answer.text()))
 }
 
-async fn scrape_all(services: &[(&str, SocketAddr)]) -> anyhow::Result<BTreeMap<String, Scrape>> {
+async fn scrape_all(services: &[(String, SocketAddr)]) -> anyhow::Result<BTreeMap<String, Scrape>> {
     let mut all = BTreeMap::new();
     for (name, addr) in services {
         all.insert(
@@ -218,7 +274,37 @@ struct RunContext<'a> {
     experiment: &'a Experiment,
     settings: RunSettings,
     binaries: &'a Binaries,
+    /// redis-server on PATH, when a configuration needs it.
+    redis_binary: Option<&'a Path>,
     out: &'a Path,
+}
+
+/// The name of the `i`-th gateway instance: `gateway`, then `gateway-2`, `gateway-3`, …
+fn gateway_name(i: usize) -> String {
+    if i == 0 {
+        GATEWAY.to_string()
+    } else {
+        format!("{GATEWAY}-{}", i + 1)
+    }
+}
+
+/// `args` with every `{redis}` replaced by `url` (unchanged without a redis-server).
+fn with_redis_url(args: &[String], url: Option<&str>) -> Vec<String> {
+    args.iter()
+        .map(|a| match url {
+            Some(url) => a.replace(REDIS_PLACEHOLDER, url),
+            None => a.clone(),
+        })
+        .collect()
+}
+
+fn mib(bytes: Option<u64>) -> Option<f64> {
+    bytes.map(|b| b as f64 / (1024.0 * 1024.0))
+}
+
+/// The largest of the present values.
+fn max_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    values.flatten().reduce(f64::max)
 }
 
 fn run_configuration(
@@ -228,15 +314,35 @@ fn run_configuration(
 ) -> anyhow::Result<RoundOutput> {
     let rt = ctx.runtime;
     let tag = format!("r{round}-{}", config.name);
-    let ports = free_ports(3).context("choosing free ports")?;
+    let instances = config.gateways.max(1);
+    let ports =
+        free_ports(2 + instances + usize::from(config.redis)).context("choosing free ports")?;
     let addr = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
-    let (user_addr, post_addr, gateway_addr) = (addr(ports[0]), addr(ports[1]), addr(ports[2]));
+    let (user_addr, post_addr) = (addr(ports[0]), addr(ports[1]));
+    let gateway_addrs: Vec<SocketAddr> = ports[2..2 + instances].iter().map(|p| addr(*p)).collect();
     let log = |service: &str| ctx.out.join("logs").join(format!("{tag}-{service}.log"));
     let with_listen = |listen: SocketAddr, extra: &[String]| {
         let mut args = vec!["--listen".to_string(), listen.to_string()];
         args.extend(extra.iter().cloned());
         args
     };
+
+    // Redis first, so that the gateways find it when they start.
+    let mut redis = if config.redis {
+        let binary = ctx.redis_binary.ok_or_else(|| {
+            anyhow!(redis_server::missing_message(
+                &ctx.experiment.name,
+                &config.name
+            ))
+        })?;
+        let mut process = redis_server::start(binary, ports[2 + instances], &log("redis"))?;
+        let ready = rt.block_on(redis_server::wait_ready(&mut process, REDIS_DEADLINE))?;
+        Some((process, ready))
+    } else {
+        None
+    };
+    let redis_url = redis.as_ref().map(|(r, _)| redis_server::url(r.addr));
+    let gateway_extra = with_redis_url(&config.gateway_args, redis_url.as_deref());
 
     let mut user = ServiceProcess::spawn(
         USER_SERVICE,
@@ -254,44 +360,61 @@ fn run_configuration(
     )?;
     let user_ready = rt.block_on(user.wait_healthy(HEALTH_DEADLINE))?;
     let post_ready = rt.block_on(post.wait_healthy(HEALTH_DEADLINE))?;
-    let mut gateway_args = vec![
-        "--listen".to_string(),
-        gateway_addr.to_string(),
-        "--subgraph".to_string(),
-        format!("user=http://{user_addr}/graphql"),
-        "--subgraph".to_string(),
-        format!("post=http://{post_addr}/graphql"),
-    ];
-    if ctx.experiment.profile.enabled {
-        gateway_args.push("--profiling".to_string());
+    let mut gateways = Vec::with_capacity(instances);
+    for (i, gateway_addr) in gateway_addrs.iter().enumerate() {
+        let mut gateway_args = vec![
+            "--listen".to_string(),
+            gateway_addr.to_string(),
+            "--subgraph".to_string(),
+            format!("user=http://{user_addr}/graphql"),
+            "--subgraph".to_string(),
+            format!("post=http://{post_addr}/graphql"),
+        ];
+        // Every instance gets the same arguments; only the first is sampled.
+        if ctx.experiment.profile.enabled {
+            gateway_args.push("--profiling".to_string());
+        }
+        gateway_args.extend(gateway_extra.iter().cloned());
+        let name = gateway_name(i);
+        gateways.push(ServiceProcess::spawn(
+            &name,
+            &ctx.binaries.gateway,
+            &gateway_args,
+            *gateway_addr,
+            &log(&name),
+        )?);
     }
-    gateway_args.extend(config.gateway_args.iter().cloned());
-    let mut gateway = ServiceProcess::spawn(
-        GATEWAY,
-        &ctx.binaries.gateway,
-        &gateway_args,
-        gateway_addr,
-        &log(GATEWAY),
-    )?;
-    let gateway_ready = rt.block_on(gateway.wait_healthy(HEALTH_DEADLINE))?;
+    let mut gateway_ready = Vec::with_capacity(instances);
+    for g in &mut gateways {
+        gateway_ready.push(rt.block_on(g.wait_healthy(HEALTH_DEADLINE))?);
+    }
 
-    let query = &ctx.experiment.query;
-    rt.block_on(check_answer(gateway_addr, query))
-        .with_context(|| format!("round {round}, {}", config.name))?;
+    let query = &config.query;
+    for g in &gateways {
+        rt.block_on(check_answer(g.addr, query))
+            .with_context(|| format!("round {round}, {}: {} at {}", config.name, g.name, g.addr))?;
+    }
 
-    // The load: the same request a client sends, from the same body text.
+    // The load: the same request a client sends, from the same body text; connections
+    // round robin over the gateway instances.
     let variables = query.variables.as_ref().map(|v| v.to_string());
-    let template = RequestTemplate::new(
-        &format!("http://{gateway_addr}{}", query.path),
-        Some("POST"),
-        &query.headers,
-        BodySource::GraphQl {
-            query: query.document.clone(),
-            variables,
-        },
-    )?;
+    let templates = gateway_addrs
+        .iter()
+        .map(|a| {
+            RequestTemplate::with_numbering(
+                &format!("http://{a}{}", query.path),
+                Some("POST"),
+                &query.headers,
+                BodySource::GraphQl {
+                    query: query.document.clone(),
+                    variables: variables.clone(),
+                },
+                query.unique_literals,
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let plan = BenchPlan {
-        template,
+        templates,
         connections: config.load.connections,
         threads: config.load.threads,
         stop: StopRule::After(ctx.settings.duration()),
@@ -300,41 +423,73 @@ fn run_configuration(
         rate: config.load.rate,
         progress: true,
     };
-    let services = [
-        (GATEWAY, gateway_addr),
-        (USER_SERVICE, user_addr),
-        (POST_SERVICE, post_addr),
-    ];
-    let gateway_pid = gateway.pid();
+    let gateway_names: Vec<String> = gateways.iter().map(|g| g.name.clone()).collect();
+    let mut services: Vec<(String, SocketAddr)> =
+        gateways.iter().map(|g| (g.name.clone(), g.addr)).collect();
+    services.push((USER_SERVICE.to_string(), user_addr));
+    services.push((POST_SERVICE.to_string(), post_addr));
+    let gateway_pids: Vec<u32> = gateways.iter().map(ServiceProcess::pid).collect();
+
+    // RSS before the load, then sampled through warm-up and window. Sampling stops
+    // when the window ends, before the gateway symbolizes the profile it took.
+    let rss_start: Vec<Option<u64>> = gateway_pids
+        .iter()
+        .map(|pid| proc_usage::rss_bytes(*pid))
+        .collect();
     let bench_started = Instant::now();
+    let window_end = bench_started + ctx.settings.warmup() + ctx.settings.duration();
+    let rss_sampler = proc_usage::sample_rss(gateway_pids.clone(), RSS_SAMPLE_EVERY, window_end)
+        .context("starting the RSS sampler")?;
     let bench_plan = plan.clone();
     let bench = std::thread::Builder::new()
         .name("matrix-bench".into())
         .spawn(move || engine::run(&bench_plan))?;
 
-    // The measured window starts after the warm-up: scrape, sample CPU, start profiling.
+    // The measured window starts after the warm-up: sample CPU, start profiling, then
+    // scrape. The profile and the CPU clock go first: a loaded gateway may take a while
+    // to answer /metrics, and a profile that started late would sample an idle gateway.
     std::thread::sleep(
         ctx.settings
             .warmup()
             .saturating_sub(bench_started.elapsed()),
     );
-    let before = rt.block_on(scrape_all(&services));
-    let cpu_before = (Instant::now(), proc_usage::process_cpu_time(gateway_pid));
+    let cpu_sample = || -> Vec<(Instant, Option<Duration>)> {
+        gateway_pids
+            .iter()
+            .map(|pid| (Instant::now(), proc_usage::process_cpu_time(*pid)))
+            .collect()
+    };
+    let cpu_before = cpu_sample();
+    // RSS read from here on includes the profiler's memory on the profiled instance.
+    let window_started = Instant::now();
     let profile_task = ctx.experiment.profile.enabled.then(|| {
         let seconds = ctx.settings.duration().as_secs().max(1);
         rt.spawn(flamegraph::fetch_profile(
-            gateway_addr,
+            gateway_addrs[0],
             seconds,
             ctx.experiment.profile.hz,
         ))
     });
+    let before = rt.block_on(scrape_all(&services));
+    let redis_before = redis
+        .as_ref()
+        .map(|(r, _)| rt.block_on(redis_server::commands_processed(r.addr)));
 
     let result = bench
         .join()
         .map_err(|_| anyhow!("the bench thread panicked"))?;
-    let cpu_after = (Instant::now(), proc_usage::process_cpu_time(gateway_pid));
-    let peak_rss = proc_usage::peak_rss_bytes(gateway_pid);
+    let cpu_after = cpu_sample();
+    let rss_tracks = rss_sampler
+        .join()
+        .map_err(|_| anyhow!("the RSS sampler panicked"))?;
+    let peak_rss: Vec<Option<u64>> = gateway_pids
+        .iter()
+        .map(|pid| proc_usage::peak_rss_bytes(*pid))
+        .collect();
     let after = rt.block_on(scrape_all(&services));
+    let redis_after = redis
+        .as_ref()
+        .map(|(r, _)| rt.block_on(redis_server::commands_processed(r.addr)));
     let result = result.with_context(|| format!("round {round}, {}: load", config.name))?;
     let profile = match profile_task {
         Some(task) => rt.block_on(task).unwrap_or_else(|e| {
@@ -342,14 +497,21 @@ fn run_configuration(
         }),
         None => ProfileOutcome::Unavailable("profiling disabled in the experiment file".into()),
     };
-    rt.block_on(check_answer(gateway_addr, query))
-        .with_context(|| format!("round {round}, {}: after the measurement", config.name))?;
+    for g in &gateways {
+        rt.block_on(check_answer(g.addr, query)).with_context(|| {
+            format!(
+                "round {round}, {}: {} after the measurement",
+                config.name, g.name
+            )
+        })?;
+    }
 
-    let stopped = [
-        gateway.stop(STOP_GRACE),
-        post.stop(STOP_GRACE),
-        user.stop(STOP_GRACE),
-    ];
+    let mut stopped: Vec<String> = gateways.iter_mut().map(|g| g.stop(STOP_GRACE)).collect();
+    stopped.push(post.stop(STOP_GRACE));
+    stopped.push(user.stop(STOP_GRACE));
+    if let Some((r, _)) = &mut redis {
+        stopped.push(r.stop(STOP_GRACE));
+    }
 
     let report = BenchReport::new(&plan, &result);
     let (before, after) = (before?, after?);
@@ -362,29 +524,89 @@ fn run_configuration(
             )
         })
         .collect();
-    let gw = &delta[GATEWAY];
-    let gateway_requests = gw.sum("gateway_requests_total");
+    // Gateway counters summed over the instances; absent when no instance has them.
+    let gateway_sum = |metric: &str| -> Option<f64> {
+        let present: Vec<f64> = gateway_names
+            .iter()
+            .filter_map(|n| delta.get(n).and_then(|d| d.sum(metric)))
+            .collect();
+        (!present.is_empty()).then(|| present.iter().sum())
+    };
+    let gateway_requests = gateway_sum("gateway_requests_total");
     let upstream_requests = match (
         delta[USER_SERVICE].sum("subgraph_requests_total"),
         delta[POST_SERVICE].sum("subgraph_requests_total"),
     ) {
         (Some(u), Some(p)) => Some(u + p),
-        _ => gw.sum("gateway_upstream_requests_total"),
+        _ => gateway_sum("gateway_upstream_requests_total"),
     };
     let client_requests = gateway_requests
         .or(Some(report.requests as f64))
         .filter(|n| *n > 0.0);
-    let upstream_per_request = match (upstream_requests, client_requests) {
-        (Some(up), Some(n)) => Some(up / n),
+    let per_request = |count: Option<f64>| match (count, client_requests) {
+        (Some(c), Some(n)) => Some(c / n),
         _ => None,
     };
-    let gateway_cpu_cores = match (cpu_before.1, cpu_after.1) {
-        (Some(b), Some(a)) => {
-            let wall = (cpu_after.0 - cpu_before.0).as_secs_f64();
-            (wall > 0.0).then(|| a.saturating_sub(b).as_secs_f64() / wall)
-        }
+    let upstream_per_request = per_request(upstream_requests);
+    let cpu_cores: Vec<Option<f64>> = cpu_before
+        .iter()
+        .zip(&cpu_after)
+        .map(|(b, a)| match (b.1, a.1) {
+            (Some(cb), Some(ca)) => {
+                let wall = (a.0 - b.0).as_secs_f64();
+                (wall > 0.0).then(|| ca.saturating_sub(cb).as_secs_f64() / wall)
+            }
+            _ => None,
+        })
+        .collect();
+    let gateway_cpu_cores = cpu_cores.iter().flatten().copied().reduce(|a, b| a + b);
+    let (cache_hits, cache_misses, cache_dedupes) = (
+        gateway_sum("gateway_cache_hits_total"),
+        gateway_sum("gateway_cache_misses_total"),
+        gateway_sum("gateway_cache_dedupes_total"),
+    );
+    let storage_errors = match (
+        gateway_sum("gateway_storage_errors_total"),
+        gateway_sum("gateway_cache_storage_errors_total"),
+    ) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+    };
+    // Between the two INFO answers the server ran the first INFO and the gateways'
+    // commands (whether INFO counts itself or not, exactly one INFO falls in between).
+    let redis_server_commands = match (&redis_before, &redis_after) {
+        (Some(Ok(b)), Some(Ok(a))) => Some(a.saturating_sub(*b).saturating_sub(1) as f64),
         _ => None,
     };
+    let instance_figures: Vec<InstanceFigures> = gateway_names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let d = delta.get(name);
+            let sum = |metric: &str| d.and_then(|d| d.sum(metric));
+            let (hits, misses, dedupes) = (
+                sum("gateway_cache_hits_total"),
+                sum("gateway_cache_misses_total"),
+                sum("gateway_cache_dedupes_total"),
+            );
+            InstanceFigures {
+                name: name.clone(),
+                requests: sum("gateway_requests_total"),
+                cache_hits: hits,
+                cache_misses: misses,
+                cache_dedupes: dedupes,
+                cache_hit_ratio: summary::hit_ratio(hits, misses, dedupes),
+                cpu_cores: cpu_cores[i],
+                rss_start_mib: mib(rss_start[i]),
+                rss_warmup_peak_mib: mib(rss_tracks[i].peak_before(window_started)),
+                rss_peak_mib: mib(rss_tracks[i].peak()),
+                rss_end_mib: mib(rss_tracks[i].last()),
+                profiled: i == 0 && ctx.experiment.profile.enabled,
+                peak_rss_bytes: peak_rss[i],
+            }
+        })
+        .collect();
+    let gateway_peak_rss_bytes = peak_rss.iter().flatten().copied().max();
     let profile_note = match &profile {
         ProfileOutcome::Stacks(_) => None,
         ProfileOutcome::Unavailable(note) => Some(note.clone()),
@@ -403,11 +625,23 @@ fn run_configuration(
         gateway_requests,
         upstream_requests,
         upstream_per_request,
-        cache_hits: gw.sum("gateway_cache_hits_total"),
-        cache_misses: gw.sum("gateway_cache_misses_total"),
-        cache_dedupes: gw.sum("gateway_cache_dedupes_total"),
+        cache_hits,
+        cache_misses,
+        cache_dedupes,
         gateway_cpu_cores,
-        gateway_peak_rss_bytes: peak_rss,
+        gateway_peak_rss_bytes,
+        gateways: instances as u32,
+        rss_start_mib: max_of(instance_figures.iter().map(|f| f.rss_start_mib)),
+        rss_peak_mib: max_of(instance_figures.iter().map(|f| f.rss_peak_mib)),
+        rss_end_mib: max_of(instance_figures.iter().map(|f| f.rss_end_mib)),
+        rss_warmup_peak_mib: max_of(instance_figures.iter().map(|f| f.rss_warmup_peak_mib)),
+        rss_includes_profiler: ctx.experiment.profile.enabled,
+        cache_hit_ratio: summary::hit_ratio(cache_hits, cache_misses, cache_dedupes),
+        redis_commands_per_request: per_request(gateway_sum("gateway_redis_commands_total")),
+        redis_round_trips_per_request: per_request(gateway_sum("gateway_redis_round_trips_total")),
+        redis_server_commands_per_request: per_request(redis_server_commands),
+        storage_errors,
+        instances: instance_figures.clone(),
         loadgen_cpu_cores: report.loadgen_cpu.process_cores,
         loadgen_may_be_bottleneck: report.loadgen_cpu.may_be_bottleneck,
         machine_busy_cores: report.loadgen_cpu.machine_busy_cores,
@@ -415,14 +649,18 @@ fn run_configuration(
         p99_ratio: None,
         profile_note: profile_note.clone(),
     };
-    let healthy = [gateway_ready, post_ready, user_ready];
-    let processes = [&gateway, &post, &user];
+    let mut processes: Vec<(&ServiceProcess, Duration)> =
+        gateways.iter().zip(gateway_ready.iter().copied()).collect();
+    processes.push((&post, post_ready));
+    processes.push((&user, user_ready));
+    if let Some((r, ready)) = &redis {
+        processes.push((r, *ready));
+    }
     let record = RunRecord {
         round,
         config: config.name.clone(),
         services: processes
             .iter()
-            .zip(healthy)
             .zip(stopped)
             .map(|((p, ready), stopped)| ServiceRecord {
                 name: p.name.clone(),
@@ -433,10 +671,23 @@ fn run_configuration(
                 stopped,
             })
             .collect(),
+        query: QueryRecord::of(query, config.own_query),
         bench: report,
         metrics_delta: delta.iter().map(|(k, v)| (k.clone(), v.to_map())).collect(),
         gateway_cpu_cores,
-        gateway_peak_rss_bytes: peak_rss,
+        gateway_peak_rss_bytes,
+        rss_start_mib: measurement.rss_start_mib,
+        rss_peak_mib: measurement.rss_peak_mib,
+        rss_end_mib: measurement.rss_end_mib,
+        rss_warmup_peak_mib: measurement.rss_warmup_peak_mib,
+        rss_samples: rss_tracks.iter().map(|t| t.samples.len()).collect(),
+        gateways: instance_figures,
+        redis: redis.as_ref().map(|(r, _)| RedisRecord {
+            url: redis_server::url(r.addr),
+            commands_processed_before: redis_before.as_ref().and_then(|b| b.as_ref().ok().copied()),
+            commands_processed_after: redis_after.as_ref().and_then(|a| a.as_ref().ok().copied()),
+            commands_in_window: redis_server_commands,
+        }),
         profile: profile_note.unwrap_or_else(|| "collected".into()),
         answer_checked_before: true,
         answer_checked_after: true,
@@ -497,6 +748,14 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
         .map_err(|e| anyhow!("--config {}: {e}", args.config.display()))?;
     let experiment = Experiment::parse(&experiment_text, &args.config)?;
     let settings = RunSettings::resolve(args, &experiment);
+    // A configuration that needs redis-server fails the run before anything starts.
+    let redis_binary = match experiment.configs.iter().find(|c| c.redis) {
+        None => None,
+        Some(c) => Some(
+            redis_server::find_on_path()
+                .ok_or_else(|| anyhow!(redis_server::missing_message(&experiment.name, &c.name)))?,
+        ),
+    };
     let binaries = Binaries::locate(args.bin_dir.as_deref())?;
 
     let (timestamp, run_id) = manifest::utc_stamps(SystemTime::now());
@@ -527,7 +786,14 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
             manifest::binary_info(USER_SERVICE, &binaries.user_service),
             manifest::binary_info(POST_SERVICE, &binaries.post_service),
             manifest::binary_info("loadgen", &std::env::current_exe()?),
-        ],
+        ]
+        .into_iter()
+        .chain(
+            redis_binary
+                .as_deref()
+                .map(|p| manifest::binary_info(redis_server::REDIS_SERVER, p)),
+        )
+        .collect(),
     };
     write_json(&out.join("manifest.json"), &manifest)?;
     eprintln!(
@@ -549,6 +815,7 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
         experiment: &experiment,
         settings,
         binaries: &binaries,
+        redis_binary: redis_binary.as_deref(),
         out: &out,
     };
     let mut measurements = Vec::new();
@@ -618,6 +885,9 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
             serde_json::to_value(&config.load)?,
             rounds,
         );
+        c.gateways = config.gateways as u32;
+        c.redis = config.redis;
+        c.own_query = config.own_query;
         let missing = notes.get(&config.name).cloned().unwrap_or_default();
         match stacks.get(&config.name) {
             Some(counts) if !counts.is_empty() => {
@@ -725,6 +995,31 @@ mod tests {
             &file,
         );
         assert_eq!((o.rounds, o.duration_s, o.warmup_s), (2, 5.0, 1.0));
+    }
+
+    #[test]
+    fn redis_urls_replace_the_placeholder_and_instances_are_named() {
+        let args: Vec<String> = ["--ttl", "10", "--redis", "{redis}", "--x={redis}/0"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            with_redis_url(&args, Some("redis://127.0.0.1:7000")),
+            [
+                "--ttl",
+                "10",
+                "--redis",
+                "redis://127.0.0.1:7000",
+                "--x=redis://127.0.0.1:7000/0"
+            ]
+        );
+        assert_eq!(with_redis_url(&args, None), args);
+        assert_eq!(
+            (0..3).map(gateway_name).collect::<Vec<_>>(),
+            ["gateway", "gateway-2", "gateway-3"]
+        );
+        assert_eq!(max_of([Some(1.0), None, Some(3.0)].into_iter()), Some(3.0));
+        assert_eq!(max_of([None, None].into_iter()), None);
     }
 
     #[test]

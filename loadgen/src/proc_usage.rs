@@ -3,7 +3,7 @@
 //! The bench uses it to report its own CPU use (and warn when it may be the bottleneck);
 //! the matrix runner uses it for the gateway's CPU and peak RSS. Sources: `getrusage(2)`
 //! for this process and its threads, `/proc/<pid>/stat` for other processes,
-//! `/proc/<pid>/status` for peak RSS, `/proc/stat` for the machine.
+//! `/proc/<pid>/status` for RSS (now and peak), `/proc/stat` for the machine.
 
 use std::time::Duration;
 
@@ -62,10 +62,10 @@ pub fn process_cpu_time(pid: u32) -> Option<Duration> {
     parse_stat_cpu(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
-/// `VmHWM` (peak resident set size) from the text of `/proc/<pid>/status`, in bytes.
-pub fn parse_peak_rss(status: &str) -> Option<u64> {
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line["VmHWM:".len()..]
+/// A `Key:   N kB` line of `/proc/<pid>/status`, in bytes.
+fn parse_status_kib(status: &str, key: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with(key))?;
+    let kib: u64 = line[key.len()..]
         .trim()
         .trim_end_matches("kB")
         .trim()
@@ -74,9 +74,74 @@ pub fn parse_peak_rss(status: &str) -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// `VmHWM` (peak resident set size) from the text of `/proc/<pid>/status`, in bytes.
+pub fn parse_peak_rss(status: &str) -> Option<u64> {
+    parse_status_kib(status, "VmHWM:")
+}
+
+/// `VmRSS` (resident set size now) from the text of `/proc/<pid>/status`, in bytes.
+pub fn parse_rss(status: &str) -> Option<u64> {
+    parse_status_kib(status, "VmRSS:")
+}
+
+/// Resident set size of a live process now, in bytes.
+pub fn rss_bytes(pid: u32) -> Option<u64> {
+    parse_rss(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+}
+
 /// Peak resident set size of a live process, in bytes.
 pub fn peak_rss_bytes(pid: u32) -> Option<u64> {
     parse_peak_rss(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+}
+
+/// What [`sample_rss`] saw of one process: every VmRSS reading and when it was taken.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RssTrack {
+    pub samples: Vec<(std::time::Instant, u64)>,
+}
+
+impl RssTrack {
+    /// The largest reading, in bytes.
+    pub fn peak(&self) -> Option<u64> {
+        self.samples.iter().map(|s| s.1).max()
+    }
+
+    /// The largest reading taken before `t`, in bytes.
+    pub fn peak_before(&self, t: std::time::Instant) -> Option<u64> {
+        self.samples.iter().filter(|s| s.0 < t).map(|s| s.1).max()
+    }
+
+    /// The last reading, in bytes.
+    pub fn last(&self) -> Option<u64> {
+        self.samples.last().map(|s| s.1)
+    }
+}
+
+/// Read the VmRSS of every process in `pids` at once, then every `every`, and a last
+/// time at `until` (if that is still ahead), on a thread of its own. Join the handle for
+/// one [`RssTrack`] per PID, in order.
+pub fn sample_rss(
+    pids: Vec<u32>,
+    every: Duration,
+    until: std::time::Instant,
+) -> std::io::Result<std::thread::JoinHandle<Vec<RssTrack>>> {
+    std::thread::Builder::new()
+        .name("rss-sampler".into())
+        .spawn(move || {
+            let mut tracks = vec![RssTrack::default(); pids.len()];
+            loop {
+                for (track, pid) in tracks.iter_mut().zip(&pids) {
+                    if let Some(rss) = rss_bytes(*pid) {
+                        track.samples.push((std::time::Instant::now(), rss));
+                    }
+                }
+                let now = std::time::Instant::now();
+                if now >= until {
+                    return tracks;
+                }
+                std::thread::sleep(every.min(until - now));
+            }
+        })
 }
 
 /// Busy and total CPU time of the whole machine since boot, summed over cores.
@@ -151,6 +216,34 @@ mod tests {
         let status = "Name:\tgateway\nVmPeak:\t  10000 kB\nVmHWM:\t    2048 kB\nVmRSS:\t 1000 kB\n";
         assert_eq!(parse_peak_rss(status), Some(2048 * 1024));
         assert_eq!(parse_peak_rss("Name: x\n"), None);
+        assert_eq!(parse_rss(status), Some(1000 * 1024));
+        assert_eq!(parse_rss("Name: x\n"), None);
+    }
+
+    #[test]
+    fn rss_is_sampled_until_the_deadline() {
+        let started = std::time::Instant::now();
+        let until = started + Duration::from_millis(350);
+        let tracks = sample_rss(
+            vec![std::process::id(), u32::MAX],
+            Duration::from_millis(100),
+            until,
+        )
+        .unwrap()
+        .join()
+        .unwrap();
+        assert!(started.elapsed() >= Duration::from_millis(350));
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let own = &tracks[0];
+        // At 0, 100, 200, 300 and 350 ms (fewer if the machine stalls the thread).
+        let n = own.samples.len();
+        assert!((2..=6).contains(&n), "{own:?}");
+        assert!(own.peak().unwrap() >= own.last().unwrap() && own.last().unwrap() > 0);
+        assert!(own.samples.windows(2).all(|w| w[0].0 <= w[1].0));
+        assert_eq!(own.peak_before(started), None);
+        assert_eq!(own.peak_before(until + Duration::from_secs(1)), own.peak());
+        // No such process: no readings, no figures.
+        assert_eq!(tracks[1], RssTrack::default());
     }
 
     #[test]
@@ -177,6 +270,7 @@ mod tests {
         assert!(current_thread_cpu_time() > Duration::ZERO);
         assert!(process_cpu_time(std::process::id()).is_some());
         assert!(peak_rss_bytes(std::process::id()).unwrap() > 0);
+        assert!(rss_bytes(std::process::id()).unwrap() > 0);
         assert!(machine_ticks().unwrap().total > 0);
     }
 }

@@ -122,6 +122,7 @@ mod tests {
             budget: None,
             finished: AtomicU64::new(0),
             failed: AtomicU64::new(0),
+            sequence: AtomicU64::new(1),
         };
         let rule = StopRule::After(Duration::from_secs(10));
         let warm = render(&control, rule, start + Duration::from_secs(1), 1234.0, 0);

@@ -20,8 +20,15 @@ pub const RATE_HELD_FRACTION: f64 = 0.95;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchReport {
     pub schema: String,
+    /// The first URL loaded (the only one, unless `--url` was repeated).
     pub url: String,
+    /// Every URL loaded; connection `i` went to `urls[i % urls.len()]`.
+    #[serde(default)]
+    pub urls: Vec<String>,
     pub method: String,
+    /// `--unique-literals`: every request's `{{n}}` was a number unique in the run.
+    #[serde(default)]
+    pub unique_literals: bool,
     /// `"closed"` or `"open"`.
     pub mode: String,
     pub connections: usize,
@@ -98,8 +105,10 @@ impl BenchReport {
         };
         BenchReport {
             schema: SCHEMA.to_string(),
-            url: plan.template.url.clone(),
-            method: plan.template.method.to_string(),
+            url: plan.templates[0].url.clone(),
+            urls: plan.templates.iter().map(|t| t.url.clone()).collect(),
+            method: plan.templates[0].method.to_string(),
+            unique_literals: plan.templates[0].numbered.is_some(),
             mode: if plan.rate.is_some() {
                 "open"
             } else {
@@ -151,7 +160,23 @@ impl BenchReport {
         };
         let threads = plural(self.threads, "thread");
         let connections = plural(self.connections, "connection");
-        let _ = writeln!(out, "Target       {} {}", self.method, self.url);
+        if self.urls.len() > 1 {
+            let _ = writeln!(
+                out,
+                "Target       {} {} (connections round robin over {} URLs)",
+                self.method,
+                self.urls.join(", "),
+                self.urls.len()
+            );
+        } else {
+            let _ = writeln!(out, "Target       {} {}", self.method, self.url);
+        }
+        if self.unique_literals {
+            let _ = writeln!(
+                out,
+                "Body         {{{{n}}}} numbered per request (--unique-literals): no two requests alike"
+            );
+        }
         let _ = writeln!(
             out,
             "Load         {} loop, {connections} on {threads}, {:.2} s measured after {:.2} s warm-up",

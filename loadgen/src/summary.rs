@@ -39,8 +39,51 @@ pub struct Measurement {
     pub cache_dedupes: Option<f64>,
     /// The gateway's CPU time over the window / the window, in cores.
     pub gateway_cpu_cores: Option<f64>,
-    /// The gateway's peak resident set size (VmHWM) at the end of the window.
+    /// The gateway's peak resident set size (VmHWM) at the end of the window. It
+    /// includes the profiler's symbolization when profiling is on; see `rss_*_mib`.
+    /// Several gateways: the largest instance's.
     pub gateway_peak_rss_bytes: Option<u64>,
+    /// Gateway instances loaded round robin (1 unless the configuration says `gateways`).
+    #[serde(default = "one")]
+    pub gateways: u32,
+    /// The gateway's VmRSS before the load, in MiB (several gateways: the largest).
+    #[serde(default)]
+    pub rss_start_mib: Option<f64>,
+    /// The largest VmRSS sampled every ~100 ms over the warm-up and the window, in MiB;
+    /// sampling stops when the window ends, before the profile is rendered (but with
+    /// profiling on it includes the profiler's memory: see `rss_warmup_peak_mib`).
+    #[serde(default)]
+    pub rss_peak_mib: Option<f64>,
+    /// The VmRSS sampled at the end of the window, in MiB.
+    #[serde(default)]
+    pub rss_end_mib: Option<f64>,
+    /// The largest VmRSS sampled in the warm-up, before the window and its profile start:
+    /// the load's memory without the profiler's, in MiB.
+    #[serde(default)]
+    pub rss_warmup_peak_mib: Option<f64>,
+    /// Whether the profiler ran in the window: its memory (taken when sampling starts,
+    /// over 100 MiB) then counts in `rss_peak_mib` and `rss_end_mib` of the first gateway.
+    #[serde(default)]
+    pub rss_includes_profiler: bool,
+    /// hits / (hits + misses + dedupes) of the gateway's resolver cache in the window.
+    #[serde(default)]
+    pub cache_hit_ratio: Option<f64>,
+    /// Δ`gateway_redis_commands_total` / Δ`gateway_requests_total`.
+    #[serde(default)]
+    pub redis_commands_per_request: Option<f64>,
+    /// Δ`gateway_redis_round_trips_total` / Δ`gateway_requests_total`.
+    #[serde(default)]
+    pub redis_round_trips_per_request: Option<f64>,
+    /// Commands the redis-server itself counted (INFO `total_commands_processed`) per
+    /// client request, the runner's own two INFO commands subtracted.
+    #[serde(default)]
+    pub redis_server_commands_per_request: Option<f64>,
+    /// Δ`gateway_storage_errors_total` + Δ`gateway_cache_storage_errors_total`.
+    #[serde(default)]
+    pub storage_errors: Option<f64>,
+    /// Per gateway instance (in start order; the first is profiled).
+    #[serde(default)]
+    pub instances: Vec<InstanceFigures>,
     /// The load generator's own CPU, in cores, and whether it may have been the bottleneck.
     pub loadgen_cpu_cores: f64,
     pub loadgen_may_be_bottleneck: bool,
@@ -52,6 +95,51 @@ pub struct Measurement {
     pub p99_ratio: Option<f64>,
     /// Why this round has no profile, if it has none.
     pub profile_note: Option<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// One gateway instance's figures in one round.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstanceFigures {
+    /// `gateway`, `gateway-2`, …
+    pub name: String,
+    /// Δ`gateway_requests_total` of this instance.
+    pub requests: Option<f64>,
+    pub cache_hits: Option<f64>,
+    pub cache_misses: Option<f64>,
+    pub cache_dedupes: Option<f64>,
+    /// hits / (hits + misses + dedupes) on this instance: with a shared store, how
+    /// often the node found what any node had put there.
+    pub cache_hit_ratio: Option<f64>,
+    pub cpu_cores: Option<f64>,
+    pub rss_start_mib: Option<f64>,
+    /// The largest VmRSS sampled in the warm-up, before the profiler starts.
+    pub rss_warmup_peak_mib: Option<f64>,
+    pub rss_peak_mib: Option<f64>,
+    pub rss_end_mib: Option<f64>,
+    /// Whether this instance was profiled in the window (its window RSS includes the
+    /// profiler's buffers).
+    #[serde(default)]
+    pub profiled: bool,
+    /// VmHWM at the end of the window (profiler included on the first instance).
+    pub peak_rss_bytes: Option<u64>,
+}
+
+/// hits / (hits + misses + dedupes); `None` without counters or events.
+pub fn hit_ratio(hits: Option<f64>, misses: Option<f64>, dedupes: Option<f64>) -> Option<f64> {
+    if hits.is_none() && misses.is_none() && dedupes.is_none() {
+        return None;
+    }
+    let (h, m, d) = (
+        hits.unwrap_or(0.0),
+        misses.unwrap_or(0.0),
+        dedupes.unwrap_or(0.0),
+    );
+    let all = h + m + d;
+    (all > 0.0).then(|| h / all)
 }
 
 /// Median, minimum and maximum of a figure over rounds.
@@ -102,6 +190,31 @@ pub struct Medians {
     pub cache_misses: Option<f64>,
     pub cache_dedupes: Option<f64>,
     pub loadgen_cpu_cores: f64,
+    #[serde(default = "one")]
+    pub gateways: u32,
+    #[serde(default)]
+    pub rss_start_mib: Option<f64>,
+    #[serde(default)]
+    pub rss_peak_mib: Option<f64>,
+    #[serde(default)]
+    pub rss_end_mib: Option<f64>,
+    #[serde(default)]
+    pub rss_warmup_peak_mib: Option<f64>,
+    #[serde(default)]
+    pub rss_includes_profiler: bool,
+    #[serde(default)]
+    pub cache_hit_ratio: Option<f64>,
+    #[serde(default)]
+    pub redis_commands_per_request: Option<f64>,
+    #[serde(default)]
+    pub redis_round_trips_per_request: Option<f64>,
+    #[serde(default)]
+    pub redis_server_commands_per_request: Option<f64>,
+    #[serde(default)]
+    pub storage_errors: Option<f64>,
+    /// Per instance (several gateways), the median of its cache hit ratio.
+    #[serde(default)]
+    pub instance_hit_ratios: Vec<Option<f64>>,
 }
 
 /// Everything about one configuration.
@@ -128,6 +241,15 @@ pub struct ConfigSummary {
     pub flamegraph_note: Option<String>,
     /// Total errors of every class over all rounds.
     pub errors_total: u64,
+    /// Gateway instances of the configuration (`gateways`).
+    #[serde(default = "one")]
+    pub gateways: u32,
+    /// Whether the configuration ran with its own redis-server (`redis = true`).
+    #[serde(default)]
+    pub redis: bool,
+    /// Whether the configuration had its own query instead of the top-level `[query]`.
+    #[serde(default)]
+    pub own_query: bool,
 }
 
 fn median_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
@@ -165,6 +287,39 @@ impl ConfigSummary {
             cache_dedupes: median_of(rounds.iter().map(|m| m.cache_dedupes)),
             loadgen_cpu_cores: median_of(rounds.iter().map(|m| Some(m.loadgen_cpu_cores)))
                 .unwrap_or(0.0),
+            gateways: rounds.iter().map(|m| m.gateways).max().unwrap_or(1),
+            rss_start_mib: median_of(rounds.iter().map(|m| m.rss_start_mib)),
+            rss_peak_mib: median_of(rounds.iter().map(|m| m.rss_peak_mib)),
+            rss_end_mib: median_of(rounds.iter().map(|m| m.rss_end_mib)),
+            rss_warmup_peak_mib: median_of(rounds.iter().map(|m| m.rss_warmup_peak_mib)),
+            rss_includes_profiler: rounds.iter().any(|m| m.rss_includes_profiler),
+            cache_hit_ratio: median_of(rounds.iter().map(|m| m.cache_hit_ratio)),
+            redis_commands_per_request: median_of(
+                rounds.iter().map(|m| m.redis_commands_per_request),
+            ),
+            redis_round_trips_per_request: median_of(
+                rounds.iter().map(|m| m.redis_round_trips_per_request),
+            ),
+            redis_server_commands_per_request: median_of(
+                rounds.iter().map(|m| m.redis_server_commands_per_request),
+            ),
+            storage_errors: median_of(rounds.iter().map(|m| m.storage_errors)),
+            instance_hit_ratios: {
+                let n = rounds.iter().map(|m| m.instances.len()).max().unwrap_or(0);
+                if n > 1 {
+                    (0..n)
+                        .map(|i| {
+                            median_of(
+                                rounds
+                                    .iter()
+                                    .map(|m| m.instances.get(i).and_then(|x| x.cache_hit_ratio)),
+                            )
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                }
+            },
         };
         let [gateway_args, user_service_args, post_service_args] = args;
         ConfigSummary {
@@ -183,6 +338,9 @@ impl ConfigSummary {
             rounds,
             flamegraph: None,
             flamegraph_note: None,
+            gateways: 1,
+            redis: false,
+            own_query: false,
         }
     }
 }
@@ -244,6 +402,14 @@ impl Summary {
             if let Some(note) = &c.flamegraph_note {
                 warnings.push(format!("{}: {note}", c.name));
             }
+            let storage_errors: f64 = c.rounds.iter().filter_map(|m| m.storage_errors).sum();
+            if storage_errors > 0.0 {
+                warnings.push(format!(
+                    "{}: the cache's storage failed {storage_errors:.0} time(s) in the measured windows \
+                     (gateway_*storage_errors_total)",
+                    c.name
+                ));
+            }
         }
         self.warnings = warnings;
     }
@@ -260,15 +426,43 @@ impl Summary {
             self.warmup_s,
             if self.quick { " (--quick: indicative only)" } else { "" }
         );
-        let _ = writeln!(
-            out,
-            "| config | req/s | vs {} | p50 | p99 | upstream/req | gateway CPU | peak RSS | cache hit/miss/dedupe | errors | flamegraph |",
+        // Optional columns appear only when some configuration has the figure.
+        let any = |f: &dyn Fn(&Medians) -> bool| self.configs.iter().any(|c| f(&c.median));
+        let profiled = any(&|m| m.rss_includes_profiler);
+        let show_hit_ratio = any(&|m| m.cache_hit_ratio.is_some());
+        let show_per_node = any(&|m| m.instance_hit_ratios.len() > 1);
+        let show_redis_commands = any(&|m| m.redis_commands_per_request.is_some());
+        let show_redis_trips = any(&|m| m.redis_round_trips_per_request.is_some());
+        let show_redis_server = any(&|m| m.redis_server_commands_per_request.is_some());
+        let show_storage_errors = any(&|m| m.storage_errors.is_some());
+        let mut header = format!(
+            "| config | req/s | vs {} | p50 | p99 | upstream/req | gateway CPU | RSS start/peak/end |",
             self.baseline
         );
-        let _ = writeln!(
-            out,
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
-        );
+        let mut rule = String::from("|---|---:|---:|---:|---:|---:|---:|---:|");
+        if profiled {
+            header.push_str(" RSS warm-up peak (no profiler) |");
+            rule.push_str("---:|");
+        }
+        header.push_str(" VmHWM (incl. profiler) | cache hit/miss/dedupe |");
+        rule.push_str("---:|---:|");
+        for (shown, title) in [
+            (show_hit_ratio, "hit ratio"),
+            (show_per_node, "hit ratio per gateway"),
+            (show_redis_commands, "redis commands/req"),
+            (show_redis_trips, "redis round trips/req"),
+            (show_redis_server, "redis-server commands/req"),
+            (show_storage_errors, "storage errors"),
+        ] {
+            if shown {
+                header.push_str(&format!(" {title} |"));
+                rule.push_str("---:|");
+            }
+        }
+        header.push_str(" errors | flamegraph |");
+        rule.push_str("---:|---|");
+        let _ = writeln!(out, "{header}");
+        let _ = writeln!(out, "{rule}");
         for c in &self.configs {
             let m = &c.median;
             let rps = match c.requests_per_sec {
@@ -293,29 +487,109 @@ impl Summary {
                 (None, Some(_)) => "none (see notes)".into(),
                 (None, None) => "–".into(),
             };
-            let _ = writeln!(
-                out,
-                "| {} | {rps} | {ratio} | {} | {} | {} | {} | {} | {cache} | {} | {flame} |",
+            let several = m.gateways > 1;
+            let cpu = m.gateway_cpu_cores.map_or("–".into(), |c| {
+                if several {
+                    format!("{c:.2} cores (sum of {})", m.gateways)
+                } else {
+                    format!("{c:.2} cores")
+                }
+            });
+            let rss = match (m.rss_start_mib, m.rss_peak_mib, m.rss_end_mib) {
+                (None, None, None) => "–".to_string(),
+                (a, b, e) => {
+                    let mib = |v: Option<f64>| v.map_or("–".into(), |x| format!("{x:.1}"));
+                    let of = if several {
+                        format!(" (max of {})", m.gateways)
+                    } else {
+                        String::new()
+                    };
+                    format!("{}/{}/{} MiB{of}", mib(a), mib(b), mib(e))
+                }
+            };
+            let hwm = m.gateway_peak_rss_bytes.map_or("–".into(), |b| {
+                format!("{:.1} MiB", b / (1024.0 * 1024.0))
+            });
+            let mut row = format!(
+                "| {} | {rps} | {ratio} | {} | {} | {} | {cpu} | {rss} |",
                 c.name,
                 ms(m.p50_ms),
                 ms(m.p99_ms),
                 m.upstream_per_request
                     .map_or("–".into(), |u| format!("{u:.2}")),
-                m.gateway_cpu_cores
-                    .map_or("–".into(), |c| format!("{c:.2} cores")),
-                m.gateway_peak_rss_bytes.map_or("–".into(), |b| format!(
-                    "{:.1} MiB",
-                    b / (1024.0 * 1024.0)
-                )),
-                c.errors_total,
             );
+            if profiled {
+                let warm = m
+                    .rss_warmup_peak_mib
+                    .map_or("–".into(), |x| format!("{x:.1} MiB"));
+                row.push_str(&format!(" {warm} |"));
+            }
+            row.push_str(&format!(" {hwm} | {cache} |"));
+            let percent = |v: Option<f64>| v.map_or("–".into(), |x| format!("{:.1}%", x * 100.0));
+            let two = |v: Option<f64>| v.map_or("–".into(), per_request);
+            if show_hit_ratio {
+                row.push_str(&format!(" {} |", percent(m.cache_hit_ratio)));
+            }
+            if show_per_node {
+                let cell = if m.instance_hit_ratios.len() > 1 {
+                    m.instance_hit_ratios
+                        .iter()
+                        .map(|r| percent(*r))
+                        .collect::<Vec<_>>()
+                        .join(" / ")
+                } else {
+                    "–".into()
+                };
+                row.push_str(&format!(" {cell} |"));
+            }
+            if show_redis_commands {
+                row.push_str(&format!(" {} |", two(m.redis_commands_per_request)));
+            }
+            if show_redis_trips {
+                row.push_str(&format!(" {} |", two(m.redis_round_trips_per_request)));
+            }
+            if show_redis_server {
+                row.push_str(&format!(" {} |", two(m.redis_server_commands_per_request)));
+            }
+            if show_storage_errors {
+                row.push_str(&format!(" {} |", count(m.storage_errors)));
+            }
+            row.push_str(&format!(" {} | {flame} |", c.errors_total));
+            let _ = writeln!(out, "{row}");
         }
         let _ = writeln!(
             out,
             "\nMedians over rounds (min–max in brackets). Ratios are taken within each round against `{}`. \
-             upstream/req: subgraph requests per client request. Cache counters are totals over the measured window.",
-            self.baseline
+             upstream/req: subgraph requests per client request. Cache counters are totals over the measured window. \
+             RSS start/peak/end: the gateway's VmRSS before the load, its largest sample (every ~100 ms over warm-up and window) \
+             and at the window's end, before the profile is rendered; VmHWM is the kernel's peak at the end, profiler included.{}{}{}",
+            self.baseline,
+            if profiled {
+                " The profiler runs through the window and grows the first gateway by well over 100 MiB as soon as it \
+                 starts sampling, so window RSS (peak, end) includes it; the warm-up peak is the load's memory before \
+                 the profiler starts. For memory figures over the whole window, set `[profile] enabled = false`."
+            } else {
+                ""
+            },
+            if show_hit_ratio {
+                " hit ratio: hits / (hits + misses + dedupes)."
+            } else {
+                ""
+            },
+            if show_redis_commands || show_redis_trips || show_redis_server {
+                " Redis figures are per client request (Δ over the window / Δ`gateway_requests_total`)."
+            } else {
+                ""
+            }
         );
+        if any(&|m| m.gateways > 1) {
+            let _ = writeln!(
+                out,
+                "\nSeveral gateways: connections round robin over the instances; counters and CPU are summed over them, \
+                 RSS is the largest instance's (the first, profiled one, when profiling is on); \
+                 hit ratio per gateway is each instance's own, in start order."
+            );
+        }
         if !self.warnings.is_empty() {
             let _ = writeln!(out, "\n**Notes**\n");
             for w in &self.warnings {
@@ -323,6 +597,16 @@ impl Summary {
             }
         }
         out
+    }
+}
+
+/// A per-request figure: two decimals, more when it is small but not zero (a layered
+/// cache's 0.0026 Redis commands per request must not read as 0.00).
+fn per_request(x: f64) -> String {
+    if x != 0.0 && x.abs() < 0.01 {
+        format!("{x:.4}")
+    } else {
+        format!("{x:.2}")
     }
 }
 
@@ -354,6 +638,18 @@ mod tests {
             cache_dedupes: None,
             gateway_cpu_cores: Some(0.9),
             gateway_peak_rss_bytes: Some(20 << 20),
+            gateways: 1,
+            rss_start_mib: Some(10.0),
+            rss_peak_mib: Some(15.0),
+            rss_end_mib: Some(14.0),
+            rss_warmup_peak_mib: Some(13.0),
+            rss_includes_profiler: false,
+            cache_hit_ratio: None,
+            redis_commands_per_request: None,
+            redis_round_trips_per_request: None,
+            redis_server_commands_per_request: None,
+            storage_errors: None,
+            instances: Vec::new(),
             loadgen_cpu_cores: 0.2,
             loadgen_may_be_bottleneck: false,
             machine_busy_cores: Some(1.5),
@@ -361,6 +657,121 @@ mod tests {
             p99_ratio: None,
             profile_note: None,
         }
+    }
+
+    #[test]
+    fn redis_and_multi_gateway_columns_appear_only_with_their_figures() {
+        let plain = measurement(1, "memory", 1000.0, 10.0);
+        let mut redis = measurement(1, "layered-2", 900.0, 12.0);
+        redis.gateways = 2;
+        redis.cache_hits = Some(80.0);
+        redis.cache_misses = Some(15.0);
+        redis.cache_dedupes = Some(5.0);
+        redis.cache_hit_ratio = hit_ratio(Some(80.0), Some(15.0), Some(5.0));
+        redis.redis_commands_per_request = Some(1.5);
+        redis.redis_round_trips_per_request = Some(0.25);
+        redis.storage_errors = Some(3.0);
+        redis.rss_includes_profiler = true;
+        redis.instances = vec![
+            InstanceFigures {
+                name: "gateway".into(),
+                cache_hit_ratio: Some(0.75),
+                ..Default::default()
+            },
+            InstanceFigures {
+                name: "gateway-2".into(),
+                cache_hit_ratio: Some(0.85),
+                ..Default::default()
+            },
+        ];
+        assert_eq!(redis.cache_hit_ratio, Some(0.8));
+        assert_eq!(hit_ratio(None, None, None), None);
+        assert_eq!(hit_ratio(Some(0.0), Some(0.0), None), None);
+        let summary = |ms: Vec<Measurement>| {
+            let mut s = Summary {
+                schema: SCHEMA.into(),
+                run_id: "r".into(),
+                experiment: "redis".into(),
+                baseline: "memory".into(),
+                rounds: 1,
+                duration_s: 10.0,
+                warmup_s: 2.0,
+                quick: false,
+                configs: ms
+                    .into_iter()
+                    .map(|m| {
+                        ConfigSummary::from_rounds(
+                            &m.config.clone(),
+                            None,
+                            Default::default(),
+                            serde_json::json!({}),
+                            vec![m],
+                        )
+                    })
+                    .collect(),
+                warnings: vec![],
+            };
+            s.derive_warnings();
+            s
+        };
+        let without = summary(vec![plain.clone()]).to_markdown("m");
+        for absent in [
+            "redis commands/req",
+            "round trips/req",
+            "storage errors",
+            "hit ratio",
+            "per gateway",
+            "warm-up peak",
+        ] {
+            assert!(!without.contains(absent), "{absent}: {without}");
+        }
+        assert!(without.contains("| 10.0/15.0/14.0 MiB |"), "{without}");
+        let s = summary(vec![plain, redis]);
+        let md = s.to_markdown("m");
+        assert!(
+            md.contains("| hit ratio | hit ratio per gateway | redis commands/req | redis round trips/req | storage errors |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 80.0% | 75.0% / 85.0% | 1.50 | 0.25 | 3 |"),
+            "{md}"
+        );
+        assert!(md.contains("0.90 cores (sum of 2)"), "{md}");
+        assert_eq!(per_request(0.0026), "0.0026");
+        assert_eq!(per_request(0.0), "0.00");
+        assert_eq!(per_request(1.234), "1.23");
+        assert!(
+            md.contains("10.0/15.0/14.0 MiB (max of 2) | 13.0 MiB |"),
+            "{md}"
+        );
+        // The baseline has none of these figures: dashes, not zeros.
+        assert!(md.contains("| – | – | – | – | – |"), "{md}");
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.contains("storage failed 3 time(s)")),
+            "{:?}",
+            s.warnings
+        );
+        assert_eq!(
+            s.configs[1].median.instance_hit_ratios,
+            [Some(0.75), Some(0.85)]
+        );
+        // Older summaries without the new keys still read.
+        let mut old = serde_json::to_value(&s).unwrap();
+        for c in old["configs"].as_array_mut().unwrap() {
+            for key in ["gateways", "redis", "own_query"] {
+                c.as_object_mut().unwrap().remove(key);
+            }
+            for m in c["rounds"].as_array_mut().unwrap() {
+                for key in ["gateways", "instances", "rss_start_mib", "cache_hit_ratio"] {
+                    m.as_object_mut().unwrap().remove(key);
+                }
+            }
+        }
+        let back: Summary = serde_json::from_value(old).unwrap();
+        assert_eq!(back.configs[1].gateways, 1);
+        assert_eq!(back.configs[1].rounds[0].gateways, 1);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use loadgen::target_server::BackgroundTarget;
 
 fn plan(url: &str, connections: usize, stop: StopRule) -> BenchPlan {
     BenchPlan {
-        template: RequestTemplate::new(url, None, &[], BodySource::Empty).unwrap(),
+        templates: vec![RequestTemplate::new(url, None, &[], BodySource::Empty).unwrap()],
         connections,
         threads: 1,
         stop,

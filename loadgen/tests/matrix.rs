@@ -15,6 +15,19 @@ const SEED_QUERY: &str =
     "query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }";
 const SEED_ANSWER: &str = r#"{"data":{"me":{"id":"u1","name":"John","nickname":"John","topPosts":[{"pid":"p1","author":{"id":"u1"}},{"pid":"p3","author":{"id":"u1"}}]},"topPosts":[{"pid":"p1"},{"pid":"p2"}]}}"#;
 
+/// The runs that start services load both cores of the lab's machine, so they take
+/// turns. Their windows are 4 s: a debug gateway's first profile spends a second or two
+/// setting up pprof's sample table (about 180 MiB, filled in element by element, slow in
+/// a debug build) before it samples, longer on a busy machine; in a 2 s window it could start
+/// only after the load was over and come back empty.
+static SERVICES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    SERVICES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn loadgen() -> &'static str {
     env!("CARGO_BIN_EXE_loadgen")
 }
@@ -60,6 +73,7 @@ post_service = ["--delay-ms", "2"]
 #[test]
 fn matrix_quick_runs_the_seed_experiment_end_to_end() {
     let bin_dir = require_services();
+    let _turn = one_at_a_time();
     let dir = scratch("matrix-e2e");
     let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/seed.toml");
     let text = std::fs::read_to_string(&config).unwrap();
@@ -69,7 +83,7 @@ fn matrix_quick_runs_the_seed_experiment_end_to_end() {
             "matrix",
             "--quick",
             "--duration",
-            "2s",
+            "4s",
             "--warmup",
             "1s",
             "--config",
@@ -195,6 +209,7 @@ fn matrix_quick_runs_the_seed_experiment_end_to_end() {
 #[test]
 fn a_wrong_answer_aborts_the_whole_run() {
     let bin_dir = require_services();
+    let _turn = one_at_a_time();
     let dir = scratch("matrix-wrong");
     let config = dir.join("wrong.toml");
     std::fs::write(&config, experiment(&SEED_ANSWER.replace("John", "Jane"))).unwrap();
@@ -245,5 +260,206 @@ fn a_bad_experiment_file_is_refused_before_anything_starts() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&output.stderr).contains("--config /nonexistent/x.toml"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Several gateways sharing a private redis-server (layered storage), a configuration
+/// with its own (numbered) query, and the RSS samples: one quick run.
+#[test]
+fn matrix_runs_several_gateways_redis_and_a_configuration_query() {
+    let bin_dir = require_services();
+    let _turn = one_at_a_time();
+    assert!(
+        loadgen::redis_server::find_on_path().is_some(),
+        "redis-server is not on PATH, so this test cannot run (it does not skip): install the \
+         Debian package redis-server (apt-get install redis-server)"
+    );
+    let dir = scratch("matrix-multi");
+    let config = dir.join("multi.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"name = "e2e-multi"
+baseline = "one"
+[query]
+document = "{SEED_QUERY}"
+expected = '{SEED_ANSWER}'
+[load]
+connections = 8
+threads = 1
+[[config]]
+name = "one"
+gateway = ["--ttl", "10"]
+[[config]]
+name = "two"
+redis = true
+gateways = 2
+gateway = ["--ttl", "10", "--storage", "layered", "--redis", "{{redis}}"]
+[[config]]
+name = "flood"
+query = {{ document = "{{ getPost(pid: \"p{{{{n}}}}\") {{ pid }} }}", expected = '{{"data":{{"getPost":null}}}}', unique_literals = true }}
+"#
+        ),
+    )
+    .unwrap();
+
+    // Without redis-server on PATH the run stops before anything starts, and says why.
+    let empty = dir.join("empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    let output = Command::new(loadgen())
+        .args(["matrix", "--quick", "--config"])
+        .arg(&config)
+        .arg("--out")
+        .arg(dir.join("no-redis"))
+        .arg("--bin-dir")
+        .arg(&bin_dir)
+        .env("PATH", &empty)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains(
+            "experiment \"e2e-multi\" config \"two\" needs redis-server; install the Debian \
+             package redis-server (apt-get install redis-server)"
+        ),
+        "{stderr}"
+    );
+    assert!(!dir.join("no-redis").exists(), "nothing was started");
+
+    let run = dir.join("run");
+    let output = Command::new(loadgen())
+        .args([
+            "matrix",
+            "--quick",
+            "--duration",
+            "4s",
+            "--warmup",
+            "1s",
+            "--config",
+        ])
+        .arg(&config)
+        .arg("--out")
+        .arg(&run)
+        .arg("--bin-dir")
+        .arg(&bin_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "matrix failed:\n{stderr}");
+
+    let summary: Summary =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let by_name = |name: &str| summary.configs.iter().find(|c| c.name == name).unwrap();
+    for c in &summary.configs {
+        let m = &c.rounds[0];
+        assert!(m.requests > 0, "{}: {m:?}", c.name);
+        assert_eq!(c.errors_total, 0, "{}: {m:?}", c.name);
+        // RSS: before the load, the largest sample, and at the window's end.
+        let (start, peak, end) = (
+            m.rss_start_mib.unwrap(),
+            m.rss_peak_mib.unwrap(),
+            m.rss_end_mib.unwrap(),
+        );
+        assert!(start > 0.0 && peak >= end && end > 0.0, "{}: {m:?}", c.name);
+        let warm = m.rss_warmup_peak_mib.unwrap();
+        assert!(warm > 0.0 && warm <= peak, "{}: {m:?}", c.name);
+        assert!(m.rss_includes_profiler, "profiling is on by default");
+        assert!(c.median.rss_peak_mib.is_some(), "{}", c.name);
+    }
+
+    // Two gateways: both were loaded and both answered; per-instance figures are kept.
+    let two = by_name("two");
+    assert_eq!((two.gateways, two.redis), (2, true));
+    let m = &two.rounds[0];
+    assert_eq!(m.gateways, 2);
+    assert_eq!(m.instances.len(), 2);
+    assert_eq!(m.instances[1].name, "gateway-2");
+    assert!(m.instances[0].profiled && !m.instances[1].profiled);
+    for i in &m.instances {
+        assert!(i.requests.unwrap() > 0.0, "{i:?}");
+        assert!(i.cache_hit_ratio.is_some(), "{i:?}");
+        assert!(i.cpu_cores.unwrap() > 0.0, "{i:?}");
+    }
+    let sum: f64 = m.instances.iter().map(|i| i.requests.unwrap()).sum();
+    assert_eq!(m.gateway_requests, Some(sum));
+    assert_eq!(two.median.instance_hit_ratios.len(), 2);
+    // Redis figures: the gateway's counters and the server's own count.
+    assert!(m.redis_commands_per_request.is_some(), "{m:?}");
+    assert!(m.redis_round_trips_per_request.is_some(), "{m:?}");
+    assert!(m.redis_server_commands_per_request.is_some(), "{m:?}");
+    assert_eq!(m.storage_errors, Some(0.0), "{m:?}");
+    // A gateway without Redis has no such counters: absent, not zero.
+    let one = &by_name("one").rounds[0];
+    assert!(one.redis_commands_per_request.is_none(), "{one:?}");
+    assert!(one.redis_server_commands_per_request.is_none(), "{one:?}");
+
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("runs/r1-two.json")).unwrap())
+            .unwrap();
+    let names: Vec<&str> = record["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "gateway",
+            "gateway-2",
+            "post-service",
+            "user-service",
+            "redis"
+        ]
+    );
+    for s in record["services"].as_array().unwrap() {
+        assert!(
+            s["stopped"]
+                .as_str()
+                .unwrap()
+                .starts_with("stopped by SIGTERM"),
+            "{s}"
+        );
+    }
+    let url = record["redis"]["url"].as_str().unwrap();
+    assert!(url.starts_with("redis://127.0.0.1:"), "{url}");
+    // {redis} became the server's URL in both gateways' command lines.
+    for s in &record["services"].as_array().unwrap()[..2] {
+        let line: Vec<&str> = s["command_line"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert!(line.ends_with(&["--redis", url]), "{line:?}");
+    }
+    assert_eq!(record["bench"]["urls"].as_array().unwrap().len(), 2);
+    assert!(record["rss_samples"][0].as_u64().unwrap() >= 2, "{record}");
+    assert!(run.join("logs/r1-two-redis.log").is_file());
+    assert!(run.join("logs/r1-two-gateway-2.log").is_file());
+    // The flamegraph is the first instance's.
+    assert!(two.flamegraph.is_some(), "{:?}", two.flamegraph_note);
+
+    // The configuration's own query, numbered per request.
+    let flood = by_name("flood");
+    assert!(flood.own_query && !by_name("one").own_query);
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("runs/r1-flood.json")).unwrap())
+            .unwrap();
+    assert_eq!(record["query"]["unique_literals"], true);
+    assert_eq!(record["bench"]["unique_literals"], true);
+
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(
+        md.contains("RSS start/peak/end")
+            && md.contains("hit ratio per gateway")
+            && md.contains("redis round trips/req"),
+        "{md}"
+    );
+    assert!(
+        md.contains("(sum of 2)") && md.contains("(max of 2)"),
+        "{md}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
