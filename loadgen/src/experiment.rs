@@ -127,6 +127,10 @@ struct ConfigFile {
     /// Gateway instances to start and load round robin (default 1).
     #[serde(default)]
     gateways: Option<i64>,
+    /// The configuration this one's ratios are taken against (default: the file's
+    /// `baseline`); for experiments made of pairs, such as cache on/off per size.
+    #[serde(default)]
+    baseline: Option<String>,
 }
 
 /// The query every configuration is measured with.
@@ -217,6 +221,8 @@ pub struct ConfigSpec {
     pub redis: bool,
     /// Gateway instances, loaded round robin.
     pub gateways: usize,
+    /// Its own baseline configuration, if not the file's.
+    pub baseline: Option<String>,
 }
 
 /// A validated experiment.
@@ -396,6 +402,7 @@ impl Experiment {
                 own_query,
                 redis,
                 gateways,
+                baseline: c.baseline,
             });
         }
         let baseline = file.baseline.unwrap_or_else(|| configs[0].name.clone());
@@ -403,6 +410,16 @@ impl Experiment {
             return Err(invalid(format!(
                 "baseline {baseline:?} is not the name of a configuration"
             )));
+        }
+        for c in &configs {
+            if let Some(own) = &c.baseline {
+                if !configs.iter().any(|o| o.name == *own) {
+                    return Err(invalid(format!(
+                        "config {:?}: baseline {own:?} is not the name of a configuration",
+                        c.name
+                    )));
+                }
+            }
         }
         let name = file.name.unwrap_or_else(|| {
             path.file_stem()
@@ -694,6 +711,25 @@ load = { rate = 500.0, threads = 2 }
                 "the file is named: {message}"
             );
         }
+    }
+
+    #[test]
+    fn a_configuration_may_name_its_own_baseline() {
+        let e = parse(&format!(
+            "{MINIMAL}\n[[config]]\nname = \"on\"\nbaseline = \"off\"\n\n[[config]]\nname = \"off\"\n"
+        ))
+        .unwrap();
+        assert_eq!(e.configs[1].baseline.as_deref(), Some("off"));
+        assert_eq!(e.configs[0].baseline, None);
+        let err = parse(&format!(
+            "{MINIMAL}\n[[config]]\nname = \"on\"\nbaseline = \"nope\"\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("baseline \"nope\" is not the name of a configuration"),
+            "{err}"
+        );
     }
 
     #[test]

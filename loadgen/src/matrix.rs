@@ -866,7 +866,15 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
     }
     drop(runtime);
 
-    summary::set_ratios(&mut measurements, &experiment.baseline);
+    let baseline_of = |name: &str| {
+        experiment
+            .configs
+            .iter()
+            .find(|c| c.name == name)
+            .and_then(|c| c.baseline.clone())
+            .unwrap_or_else(|| experiment.baseline.clone())
+    };
+    summary::set_ratios(&mut measurements, &baseline_of);
     let mut configs = Vec::with_capacity(experiment.configs.len());
     for config in &experiment.configs {
         let rounds: Vec<Measurement> = measurements
@@ -888,6 +896,7 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
         c.gateways = config.gateways as u32;
         c.redis = config.redis;
         c.own_query = config.own_query;
+        c.baseline = config.baseline.clone();
         let missing = notes.get(&config.name).cloned().unwrap_or_default();
         match stacks.get(&config.name) {
             Some(counts) if !counts.is_empty() => {

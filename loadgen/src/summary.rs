@@ -250,6 +250,9 @@ pub struct ConfigSummary {
     /// Whether the configuration had its own query instead of the top-level `[query]`.
     #[serde(default)]
     pub own_query: bool,
+    /// Its own baseline (ratios are against it), when not the experiment's.
+    #[serde(default)]
+    pub baseline: Option<String>,
 }
 
 fn median_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
@@ -341,19 +344,24 @@ impl ConfigSummary {
             gateways: 1,
             redis: false,
             own_query: false,
+            baseline: None,
         }
     }
 }
 
-/// Set every measurement's ratio to the baseline measured in the same round.
-pub fn set_ratios(measurements: &mut [Measurement], baseline: &str) {
-    let bases: Vec<(u32, f64, f64)> = measurements
+/// Set every measurement's ratio to its baseline measured in the same round:
+/// `baseline_of(config)` names it (the experiment's, or the configuration's own).
+pub fn set_ratios(measurements: &mut [Measurement], baseline_of: &dyn Fn(&str) -> String) {
+    let bases: Vec<(String, u32, f64, f64)> = measurements
         .iter()
-        .filter(|m| m.config == baseline)
-        .map(|m| (m.round, m.requests_per_sec, m.p99_ms))
+        .map(|m| (m.config.clone(), m.round, m.requests_per_sec, m.p99_ms))
         .collect();
     for m in measurements.iter_mut() {
-        if let Some((_, rps, p99)) = bases.iter().find(|(r, _, _)| *r == m.round) {
+        let baseline = baseline_of(&m.config);
+        let base = bases
+            .iter()
+            .find(|(c, r, _, _)| *c == baseline && *r == m.round);
+        if let Some((_, _, rps, p99)) = base {
             m.ratio = (*rps > 0.0).then(|| m.requests_per_sec / rps);
             m.p99_ratio = (*p99 > 0.0).then(|| m.p99_ms / p99);
         }
@@ -471,13 +479,16 @@ impl Summary {
                 }
                 _ => format!("{:.0}", m.requests_per_sec),
             };
-            let ratio = match c.ratio {
+            let mut ratio = match c.ratio {
                 Some(s) if self.rounds > 1 => {
                     format!("{:.2}x ({:.2}–{:.2})", s.median, s.min, s.max)
                 }
                 Some(s) => format!("{:.2}x", s.median),
                 None => "–".into(),
             };
+            if let Some(own) = &c.baseline {
+                ratio.push_str(&format!(" vs {own}"));
+            }
             let cache = match (m.cache_hits, m.cache_misses, m.cache_dedupes) {
                 (None, None, None) => "–".to_string(),
                 (h, mi, d) => format!("{}/{}/{}", count(h), count(mi), count(d)),
@@ -810,7 +821,7 @@ mod tests {
             measurement(2, "base", 500.0, 200.0),
             measurement(2, "fast", 2500.0, 40.0),
         ];
-        set_ratios(&mut ms, "base");
+        set_ratios(&mut ms, &|_| "base".to_string());
         assert_eq!(ms[0].ratio, Some(1.0));
         assert_eq!(ms[1].ratio, Some(4.0));
         assert_eq!(ms[3].ratio, Some(5.0));
@@ -836,7 +847,7 @@ mod tests {
             measurement(1, "no-cache", 1000.0, 250.0),
             measurement(1, "ttl-0", 4600.0, 46.0),
         ];
-        set_ratios(&mut ms, "no-cache");
+        set_ratios(&mut ms, &|_| "no-cache".to_string());
         let configs: Vec<ConfigSummary> = ms
             .iter()
             .map(|m| {
