@@ -74,6 +74,8 @@ struct FieldSite {
     /// `Type.field`: the namespace a cache keys by.
     namespace: Arc<str>,
     root: Option<Root>,
+    /// Whether the field's values are objects (then they are planned further).
+    composite: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -129,9 +131,19 @@ pub fn build_schema(
                             owner: field.owners[0],
                             mutation,
                         }),
+                        composite: supergraph.is_composite(base_name(&field.ty)),
                     });
                     let engine = engine.clone();
                     let mut f = Field::new(field_name.as_str(), type_ref(&field.ty), move |ctx| {
+                        // Most fields are already in their parent's data: answer those
+                        // at once, without a boxed future (and without touching the
+                        // shared reference counts of the engine and the site, which
+                        // both worker threads would otherwise bounce between them).
+                        if site.root.is_none() {
+                            if let Some(value) = engine.present(&ctx, &site) {
+                                return FieldFuture::Value(value);
+                            }
+                        }
                         let engine = engine.clone();
                         let site = site.clone();
                         FieldFuture::new(async move { engine.resolve(ctx, &site).await })
@@ -320,6 +332,32 @@ impl Engine {
         }
         let value = deliver(&ctx, &response, response_key(field));
         self.wrap(&planner, self.field_def(site)?, field, value, root.owner)
+    }
+
+    /// A nested field whose value its parent's data already holds, resolved without
+    /// waiting; `None` when it must be fetched (or when wrapping it fails: the async
+    /// path then reports the error with its path).
+    fn present<'a>(
+        &self,
+        ctx: &ResolverContext<'a>,
+        site: &FieldSite,
+    ) -> Option<Option<FieldValue<'a>>> {
+        let node = ctx.parent_value.try_downcast_ref::<Node>().ok()?;
+        let ConstValue::Object(data) = &node.value else {
+            return None;
+        };
+        let field = &ctx.ctx.item.node;
+        let value = data.get(response_key(field))?;
+        if !site.composite {
+            // A leaf: the subgraph's value as it is (null included).
+            let value =
+                (!matches!(value, ConstValue::Null)).then(|| FieldValue::value(value.clone()));
+            return Some(value);
+        }
+        let def = self.field_def(site).ok()?;
+        let planner = Planner::new(&self.supergraph, ctx.ctx.query_env);
+        self.wrap(&planner, def, field, value.clone(), node.plan.source)
+            .ok()
     }
 
     /// A field of an object: read from the parent's data, or fetched from its owner.

@@ -177,18 +177,24 @@ impl Writer<'_> {
             self.view.collect_fields(ty, set, &mut fields);
         }
         let groups = ResponseKeys::group(&fields);
+        let object = ty.and_then(|t| self.supergraph.object(t));
         out.push(b'{');
         for (i, (key, field, child_sets)) in groups.entries.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
-            let child_ty = ty
-                .and_then(|t| self.supergraph.field(t, field.name.node.as_str()))
+            let child_ty = object
+                .and_then(|o| o.fields.get(field.name.node.as_str()))
                 .map(|def| &def.ty);
             serde_json::to_writer(&mut *out, key)?;
             out.push(b':');
-            // A field async-graphql left out (its resolver failed) is null.
-            let value = map.get(*key).unwrap_or(&ConstValue::Null);
+            // async-graphql usually assembles an object in query order: try the same
+            // position first, and look the key up only when it is elsewhere. A field
+            // async-graphql left out (its resolver failed) is null.
+            let value = match map.get_index(i) {
+                Some((k, v)) if k.as_str() == *key => v,
+                _ => map.get(*key).unwrap_or(&ConstValue::Null),
+            };
             if !self.value(out, value, child_ty, child_sets)? {
                 return Ok(false);
             }
