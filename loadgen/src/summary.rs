@@ -570,7 +570,7 @@ impl Summary {
         }
         let _ = writeln!(
             out,
-            "\nMedians over rounds (min–max in brackets). Ratios are taken within each round against `{}`. \
+            "\nMedians over rounds (min–max in brackets). Ratios are taken within each round against `{}` (or the configuration the cell names). \
              upstream/req: subgraph requests per client request. Cache counters are totals over the measured window. \
              RSS start/peak/end: the gateway's VmRSS before the load, its largest sample (every ~100 ms over warm-up and window) \
              and at the window's end, before the profile is rendered; VmHWM is the kernel's peak at the end, profiler included.{}{}{}",
