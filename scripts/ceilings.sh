@@ -11,6 +11,10 @@
 #   scripts/ceilings.sh [SECONDS]      (default 10)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Everything printed is also kept in results/<UTC stamp>-ceilings/summary.txt, with the commit.
+out=results/$(date -u +%Y%m%d-%H%M%S)-ceilings; mkdir -p "$out"
+exec > >(tee "$out/summary.txt") 2>&1
+echo "commit $(git rev-parse HEAD)$(git status --porcelain -- . ':!results' | grep -q . && echo ' (dirty)')"
 secs=${1:-10}
 cargo build --release --locked -p gateway -p user-service -p post-service -p loadgen
 bin=$PWD/target/release
