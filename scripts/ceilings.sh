@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # What this machine allows at all, measured with the same load as the comparisons
 # (loadgen bench, 100 connections, 1 thread, 2 s warm-up), so that a target like
-# "N x Mercurius" can be checked against physics before anyone optimises for it:
-#   1. a server that does nothing: `loadgen target` answering a fixed body. No gateway,
-#      whatever it does, can answer faster on this machine with this load tool.
-#   2. each subgraph request of the seed query (captured from the gateway), sent
-#      straight to the subgraph. With no cache, every client request costs these three,
-#      so 1 / (sum of 1/capacity) bounds the no-cache gateway even if the gateway itself
-#      cost nothing (the subgraphs would then have the whole machine).
+# "N x Mercurius" can be checked against the machine before anyone optimises for it:
+#   1. a server that does nothing: `loadgen target` answering a fixed body. No gateway
+#      that does any work can answer faster on this machine with this load tool.
+#   2. the CPU the subgraphs spend on one seed query without a cache: each of its three
+#      subgraph requests (as the gateway sends them; the gateway's own answer is checked
+#      first, so the planner has not drifted) is loaded straight onto its subgraph, and
+#      the subgraph's CPU time (/proc/PID/stat) over the window is divided by the
+#      requests it answered. The sum over the three requests is what one no-cache
+#      client request costs in the subgraphs alone, so cores / that sum bounds a
+#      no-cache gateway's req/s even if the gateway and the load generator cost nothing.
 #   scripts/ceilings.sh [SECONDS]      (default 10)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Everything printed is also kept in results/<UTC stamp>-ceilings/summary.txt, with the commit.
 out=results/$(date -u +%Y%m%d-%H%M%S)-ceilings; mkdir -p "$out"
 exec > >(tee "$out/summary.txt") 2>&1
-echo "commit $(git rev-parse HEAD)$(git status --porcelain -- . ':!results' | grep -q . && echo ' (dirty)')"
+changes=$(git status --porcelain -- . ':!results')
+echo "commit $(git rev-parse HEAD)${changes:+ (dirty)}"
 secs=${1:-10}
 cargo build --release --locked -p gateway -p user-service -p post-service -p loadgen
 bin=$PWD/target/release
@@ -24,13 +28,22 @@ stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; for p in
 trap 'stop; rm -rf "$work"' EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_up() { for _ in $(seq 300); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "no answer from $1" >&2; return 1; }
-bench() { # label url body-file
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+bench() { # label url body-file [pid whose CPU to count]
+  local before=0 after=0
+  [ -n "${4:-}" ] && before=$(cpu_ticks "$4")
   "$bin/loadgen" bench --url "$2" --body-file "$3" -H 'content-type: application/json' \
     --connections 100 --threads 1 --duration "${secs}s" --warmup 2s --json --no-progress > "$work/out.json"
-  python3 - "$1" "$work/out.json" <<'PY' | tee -a "$work/rows"
+  [ -n "${4:-}" ] && after=$(cpu_ticks "$4")
+  python3 - "$1" "$work/out.json" "$before" "$after" "$(getconf CLK_TCK)" <<'PY' | tee -a "$work/rows"
 import json, sys
 r = json.load(open(sys.argv[2]))
-print(sys.argv[1], round(r["requests_per_sec"]), sum(r["errors"].values()))
+ticks = int(sys.argv[4]) - int(sys.argv[3])
+# The CPU counted covers warm-up and window; the requests, the window only: scale by time.
+share = r["duration_s"] / (r["duration_s"] + r["warmup_s"])
+cpu_us = ticks / int(sys.argv[5]) * share / max(r["requests"], 1) * 1e6
+print(sys.argv[1], round(r["requests_per_sec"]), sum(r["errors"].values()),
+      round(cpu_us, 1), r["loadgen_cpu"]["may_be_bottleneck"])
 PY
 }
 # The three subgraph requests of the seed query at no cache, as the gateway sends them.
@@ -42,16 +55,30 @@ tp=$(port); up=$(port); pp=$(port)
 "$bin/user-service" --listen 127.0.0.1:$up >/dev/null 2>&1 & pids+=($!)
 "$bin/post-service" --listen 127.0.0.1:$pp >/dev/null 2>&1 & pids+=($!)
 wait_up "http://127.0.0.1:$tp/"; wait_up "http://127.0.0.1:$up/health"; wait_up "http://127.0.0.1:$pp/health"
-echo "what req/s errors"
+# The planner must still send exactly these three requests (checked through a gateway).
+gp=$(port)
+"$bin/gateway" --listen 127.0.0.1:$gp --subgraph user=http://127.0.0.1:$up/graphql \
+  --subgraph post=http://127.0.0.1:$pp/graphql >/dev/null 2>&1 & pids+=($!)
+wait_up "http://127.0.0.1:$gp/health"
+count() { curl -fs "http://127.0.0.1:$1/metrics" | awk '/^subgraph_requests_total/ {print $2}'; }
+u0=$(count $up); p0=$(count $pp)
+curl -fs "http://127.0.0.1:$gp/graphql" -H 'content-type: application/json' \
+  -d '{"query":"query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }"}' >/dev/null
+[ "$(( $(count $up) - u0 ))" = 1 ] && [ "$(( $(count $pp) - p0 ))" = 2 ] || {
+  echo "ceilings.sh: the gateway no longer sends 1 users + 2 posts requests for the seed query; update the bodies" >&2; exit 1; }
+kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true; unset 'pids[-1]'
+echo "what req/s errors cpu_us_per_request loadgen_may_be_bottleneck"
 bench fixed-answer-server "http://127.0.0.1:$tp/" "$work/user.json"
-bench users:me "http://127.0.0.1:$up/graphql" "$work/user.json"
-bench posts:topPosts "http://127.0.0.1:$pp/graphql" "$work/posts.json"
-bench posts:_entities "http://127.0.0.1:$pp/graphql" "$work/entities.json"
-python3 - "$work/rows" <<'PY'
+bench users:me "http://127.0.0.1:$up/graphql" "$work/user.json" "${pids[1]}"
+bench posts:topPosts "http://127.0.0.1:$pp/graphql" "$work/posts.json" "${pids[2]}"
+bench posts:_entities "http://127.0.0.1:$pp/graphql" "$work/entities.json" "${pids[2]}"
+python3 - "$work/rows" "$(nproc)" <<'PY'
 import sys
-r = {l.split()[0]: float(l.split()[1]) for l in open(sys.argv[1]) if l.strip()}
-bound = 1 / sum(1 / r[k] for k in ("users:me", "posts:topPosts", "posts:_entities"))
+rows = {l.split()[0]: l.split() for l in open(sys.argv[1]) if l.strip()}
+cores = int(sys.argv[2])
+cpu = sum(float(rows[k][3]) for k in ("users:me", "posts:topPosts", "posts:_entities"))
 print()
-print(f"ceiling of any server under this load:            {r['fixed-answer-server']:.0f} req/s")
-print(f"bound on a no-cache gateway (3 subgraph requests): {bound:.0f} req/s, with a gateway that costs nothing")
+print(f"ceiling of any server under this load: {float(rows['fixed-answer-server'][1]):.0f} req/s (a fixed answer, nothing else)")
+print(f"subgraph CPU per no-cache seed query:  {cpu:.1f} us (users:me + posts:topPosts + posts:_entities)")
+print(f"bound on a no-cache gateway:           {cores / cpu * 1e6:.0f} req/s on {cores} cores, even if the gateway and the load generator cost nothing")
 PY

@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 # Everything printed is also kept in results/<UTC stamp>-mercurius/summary.txt, with the commit.
 out=results/$(date -u +%Y%m%d-%H%M%S)-mercurius; mkdir -p "$out"
 exec > >(tee "$out/summary.txt") 2>&1
-echo "commit $(git rev-parse HEAD)$(git status --porcelain -- . ':!results' | grep -q . && echo ' (dirty)')"
+changes=$(git status --porcelain -- . ':!results')
+echo "commit $(git rev-parse HEAD)${changes:+ (dirty)}"
 rounds=${1:-3}; secs=${2:-10}
 shared=${SHARED_DIR:-$(cd .. && pwd)/shared}
 peer=${PEER_DIR:-/tmp/mercurius-peer}
