@@ -231,6 +231,14 @@ impl NamespaceStats {
         }
     }
 
+    /// Adds `other`'s counters to these (the namespace name is kept): for a
+    /// caller that reports several caches as one.
+    pub fn merge(&mut self, other: &NamespaceStats) {
+        for counter in Counter::ALL {
+            self.set(counter, self.get(counter) + other.get(counter));
+        }
+    }
+
     fn set(&mut self, counter: Counter, value: u64) {
         let slot = match counter {
             Counter::Hits => &mut self.hits,

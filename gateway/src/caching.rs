@@ -71,6 +71,15 @@ impl StorageKind {
         }
     }
 
+    /// The name `--storage` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            StorageKind::Memory => "memory",
+            StorageKind::Redis => "redis",
+            StorageKind::Layered => "layered",
+        }
+    }
+
     pub fn needs_redis(self) -> bool {
         self != StorageKind::Memory
     }
@@ -256,7 +265,7 @@ impl Tier {
                 let r = settings
                     .redis
                     .as_ref()
-                    .ok_or_else(|| format!("storage {kind:?} needs --redis URL").to_lowercase())?;
+                    .ok_or_else(|| format!("storage {} needs --redis URL", kind.name()))?;
                 let store = RedisStorage::builder(r.url.as_str())
                     .auto_pipeline(r.auto_pipeline)
                     .build()
@@ -318,6 +327,14 @@ impl ResolverCache {
                 }
             }
         }
+        // Both Redis kinds would share Redis's keys and reference sets, and one's
+        // invalidation would empty the other's without telling its L1s.
+        if kinds.contains(&StorageKind::Redis) && kinds.contains(&StorageKind::Layered) {
+            return Err(
+                "--storage and --policy: redis and layered cannot be mixed in one gateway (they would share Redis's keys); use one of them"
+                    .into(),
+            );
+        }
         let tiers = kinds
             .into_iter()
             .map(|kind| Tier::build(kind, &settings))
@@ -333,9 +350,19 @@ impl ResolverCache {
     /// with Redis in use its commands and round trips (`gateway_redis_*`, the talk's
     /// expansion factor once divided by requests) and the layered store's L1/L2 hits.
     pub fn prometheus(&self) -> String {
+        // One series per namespace, summed over the tiers that counted it.
         let mut stats = cache_core::StatsSnapshot::default();
         for tier in &self.tiers {
-            stats.namespaces.extend(tier.cache.stats().namespaces);
+            for ns in tier.cache.stats().namespaces {
+                match stats
+                    .namespaces
+                    .iter_mut()
+                    .find(|n| n.namespace == ns.namespace)
+                {
+                    Some(sum) => sum.merge(&ns),
+                    None => stats.namespaces.push(ns),
+                }
+            }
         }
         stats
             .namespaces

@@ -110,8 +110,11 @@ struct RedisGcArgs {
     #[arg(long)]
     strict: bool,
     /// Lazy mode: the SCAN COUNT of the one chunk examined.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "strict")]
     chunk: u64,
+    /// Longest wait for one Redis round trip (a chunk's checks go out as one pipeline).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    timeout: f64,
     /// Lazy mode: continue a pass from the cursor an earlier run printed.
     #[arg(long, default_value_t = 0, conflicts_with = "strict")]
     cursor: u64,
@@ -150,13 +153,25 @@ impl Cli {
                 Some(path) => gateway::caching::PolicyFile::load(path)?,
                 None => Default::default(),
             };
-            let policy_needs_redis = policies.policy.values().any(|rule| {
-                rule.storage
-                    .as_deref()
-                    .and_then(|s| StorageKind::parse(s).ok())
-                    .is_some_and(StorageKind::needs_redis)
-            });
+            let mut kinds: Vec<StorageKind> = policies
+                .policy
+                .values()
+                .filter_map(|rule| rule.storage.as_deref())
+                .filter_map(|s| StorageKind::parse(s).ok())
+                .collect();
+            let policy_needs_redis = kinds.iter().any(|k| k.needs_redis());
+            kinds.push(self.storage);
+            if kinds.contains(&StorageKind::Redis) && kinds.contains(&StorageKind::Layered) {
+                return Err(
+                    "--storage and --policy: redis and layered cannot be mixed in one gateway (they would share Redis's keys)"
+                        .into(),
+                );
+            }
             let redis = match &self.redis {
+                Some(_) if !self.storage.needs_redis() && !policy_needs_redis => return Err(
+                    "--redis is used only with --storage redis or layered (or a policy's storage)"
+                        .into(),
+                ),
                 Some(url) => {
                     if !url.starts_with("redis://") {
                         return Err(format!("--redis {url:?}: expected redis://HOST:PORT"));
@@ -171,7 +186,7 @@ impl Cli {
                 None if self.storage.needs_redis() => {
                     return Err(format!(
                         "--storage {}: needs --redis URL",
-                        format!("{:?}", self.storage).to_lowercase()
+                        self.storage.name()
                     ))
                 }
                 None if policy_needs_redis => {
@@ -281,7 +296,14 @@ async fn run(cli: &Cli, config: GatewayConfig) -> anyhow::Result<()> {
 /// returns the exit code.
 async fn redis_gc(args: &RedisGcArgs) -> i32 {
     use cache_core::storage::{GcMode, RedisStorage};
-    let store = match RedisStorage::new(args.redis.as_str()) {
+    let Ok(timeout) = Duration::try_from_secs_f64(args.timeout) else {
+        eprintln!("gateway redis-gc: --timeout must be a non-negative number of seconds");
+        return 2;
+    };
+    let store = match RedisStorage::builder(args.redis.as_str())
+        .command_timeout(timeout)
+        .build()
+    {
         Ok(s) => s,
         Err(e) => {
             eprintln!("gateway redis-gc: --redis {}: {e}", args.redis);

@@ -445,3 +445,53 @@ async fn redis_gc_reports_the_members_of_expired_entries() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--redis"));
 }
+
+#[test]
+fn storage_flags_that_do_not_fit_are_refused_by_name() {
+    let policy = std::env::temp_dir().join(format!("gw-mixed-{}.toml", std::process::id()));
+    std::fs::write(&policy, "[policy.\"Query.me\"]\nstorage = \"layered\"\n").unwrap();
+    let policy = policy.to_str().unwrap().to_string();
+    let url = "redis://127.0.0.1:1";
+    for (args, needle) in [
+        (
+            vec!["--ttl", "10", "--storage", "redis"],
+            "--storage redis: needs --redis URL",
+        ),
+        (
+            vec!["--ttl", "10", "--redis", url],
+            "--redis is used only with",
+        ),
+        (
+            vec!["--storage", "layered", "--redis", url],
+            "give --ttl or --policy too",
+        ),
+        (vec!["--ttl", "10", "--storage", "disk"], "not a storage"),
+        (
+            vec!["--ttl", "10", "--storage", "redis", "--redis", "http://x"],
+            "expected redis://",
+        ),
+        (
+            vec![
+                "--ttl",
+                "10",
+                "--storage",
+                "redis",
+                "--redis",
+                url,
+                "--policy",
+                &policy,
+            ],
+            "cannot be mixed",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_gateway"))
+            .args(["--subgraph", "user=http://127.0.0.1:1/graphql"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+    let _ = std::fs::remove_file(&policy);
+}

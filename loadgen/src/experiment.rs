@@ -391,6 +391,12 @@ impl Experiment {
                     )))
                 }
             };
+            if load.connections < gateways {
+                return Err(invalid(format!(
+                    "{at}: gateways = {gateways} needs at least as many connections (load.connections = {})",
+                    load.connections
+                )));
+            }
             configs.push(ConfigSpec {
                 name: c.name,
                 description: c.description,

@@ -87,6 +87,11 @@ struct Counts {
     publish_errors: AtomicU64,
     received: AtomicU64,
     subscribed: AtomicBool,
+    /// Bumped by every removal from L1 (delete, invalidate, clear, a peer's
+    /// message). A read from L2 fills L1 only if no removal happened while it
+    /// was in flight: otherwise it might copy a value that was just
+    /// invalidated back into L1, fresh for up to `l1_ttl`.
+    generation: AtomicU64,
 }
 
 /// Configures a [`LayeredStorage`].
@@ -279,8 +284,22 @@ impl<V: Clone + Send + Sync + 'static> LayeredInner<V> {
         }
     }
 
-    /// Copies what L2 found into L1, for at most `l1_ttl`.
-    fn fill(&self, key: CacheKey, stored: &Stored<V>, now: Instant) {
+    /// The removal generation, read before an L2 read (see `Counts::generation`).
+    fn generation(&self) -> u64 {
+        self.counts.generation.load(Ordering::Acquire)
+    }
+
+    /// Marks a removal from L1 (see `Counts::generation`).
+    fn removed(&self) {
+        self.counts.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Copies what L2 found into L1, for at most `l1_ttl`, unless L1 lost
+    /// entries since `seen` (the generation before the read).
+    fn fill(&self, key: CacheKey, stored: &Stored<V>, now: Instant, seen: u64) {
+        if self.generation() != seen {
+            return;
+        }
         let cap = now + self.l1_ttl;
         if stored.stale_until.min(cap) <= now {
             return;
@@ -323,11 +342,12 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for LayeredStorage<V> {
             }
             Err(local) => local,
         };
+        let seen = inner.generation();
         StorageFuture::boxed(async move {
             match inner.l2.get(key).await {
                 Ok(Some(stored)) => {
                     inner.counts.l2_hits.fetch_add(1, Ordering::Relaxed);
-                    inner.fill(key, &stored, Instant::now());
+                    inner.fill(key, &stored, Instant::now(), seen);
                     Ok(Some(stored))
                 }
                 Ok(None) => {
@@ -370,6 +390,7 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for LayeredStorage<V> {
         if ask.is_empty() {
             return StorageFuture::ready(Ok(found));
         }
+        let seen = inner.generation();
         StorageFuture::boxed(async move {
             let remote_keys: Vec<CacheKey> = ask.iter().map(|&i| keys[i]).collect();
             let remote = match inner.l2.get_many(&remote_keys).await {
@@ -382,7 +403,7 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for LayeredStorage<V> {
                 match slot {
                     Some(stored) => {
                         inner.counts.l2_hits.fetch_add(1, Ordering::Relaxed);
-                        inner.fill(keys[i], &stored, now);
+                        inner.fill(keys[i], &stored, now, seen);
                         found[i] = Some(stored);
                     }
                     None => {
@@ -420,6 +441,7 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for LayeredStorage<V> {
         let inner = &*self.inner;
         StorageFuture::boxed(async move {
             let removed = inner.l2.delete(key).await;
+            inner.removed();
             done(inner.l1.delete(key));
             let removals = removed?;
             inner.publish(Message::Keys(&[key])).await;
@@ -435,10 +457,13 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for LayeredStorage<V> {
         StorageFuture::boxed(async move {
             let Some(bus) = &inner.bus else {
                 let removed = inner.l2.invalidate(patterns).await;
+                inner.removed();
                 done(inner.l1.clear());
                 return removed;
             };
-            let (removals, keys) = match bus.redis.invalidate_keys(patterns).await {
+            let result = bus.redis.invalidate_keys(patterns).await;
+            inner.removed();
+            let (removals, keys) = match result {
                 Ok(done) => done,
                 Err(error) => {
                     done(inner.l1.clear());
@@ -462,6 +487,7 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for LayeredStorage<V> {
         let inner = &*self.inner;
         StorageFuture::boxed(async move {
             let removed = inner.l2.clear().await;
+            inner.removed();
             done(inner.l1.clear());
             let removals = removed?;
             inner.publish(Message::Clear).await;
@@ -550,15 +576,20 @@ async fn subscribe<V: Clone + Send + Sync + 'static>(
             Ok(Ok(pubsub)) => {
                 backoff = MIN_BACKOFF;
                 // Messages sent while we were not subscribed are lost.
+                counts.generation.fetch_add(1, Ordering::AcqRel);
                 done(l1.clear());
                 counts.subscribed.store(true, Ordering::Relaxed);
                 let mut messages = pubsub.into_on_message();
                 while let Some(message) = messages.next().await {
+                    // Bumped before the removal: a read that fills L1 after the
+                    // removal must see it (an own message bumps it harmlessly).
+                    counts.generation.fetch_add(1, Ordering::AcqRel);
                     if apply(&l1, instance, message.get_payload_bytes()) {
                         counts.received.fetch_add(1, Ordering::Relaxed);
                     }
                 }
                 counts.subscribed.store(false, Ordering::Relaxed);
+                counts.generation.fetch_add(1, Ordering::AcqRel);
                 done(l1.clear());
                 tracing::debug!("layered storage: invalidation subscription lost; reconnecting");
             }
