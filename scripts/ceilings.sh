@@ -42,8 +42,10 @@ ticks = int(sys.argv[4]) - int(sys.argv[3])
 # The CPU counted covers warm-up and window; the requests, the window only: scale by time.
 share = r["duration_s"] / (r["duration_s"] + r["warmup_s"])
 cpu_us = ticks / int(sys.argv[5]) * share / max(r["requests"], 1) * 1e6
+# The load generator is a hyper client: its CPU per request is one client-side exchange.
+client_us = r["loadgen_cpu"]["process_cores"] / max(r["requests_per_sec"], 1) * 1e6
 print(sys.argv[1], round(r["requests_per_sec"]), sum(r["errors"].values()),
-      round(cpu_us, 1), r["loadgen_cpu"]["may_be_bottleneck"])
+      round(cpu_us, 1), round(client_us, 1), r["loadgen_cpu"]["may_be_bottleneck"])
 PY
 }
 # The three subgraph requests of the seed query at no cache, as the gateway sends them.
@@ -67,8 +69,8 @@ curl -fs "http://127.0.0.1:$gp/graphql" -H 'content-type: application/json' \
 [ "$(( $(count $up) - u0 ))" = 1 ] && [ "$(( $(count $pp) - p0 ))" = 2 ] || {
   echo "ceilings.sh: the gateway no longer sends 1 users + 2 posts requests for the seed query; update the bodies" >&2; exit 1; }
 kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true; unset 'pids[-1]'
-echo "what req/s errors cpu_us_per_request loadgen_may_be_bottleneck"
-bench fixed-answer-server "http://127.0.0.1:$tp/" "$work/user.json"
+echo "what req/s errors server_cpu_us_per_request client_cpu_us_per_request loadgen_may_be_bottleneck"
+bench fixed-answer-server "http://127.0.0.1:$tp/" "$work/user.json" "${pids[0]}"
 bench users:me "http://127.0.0.1:$up/graphql" "$work/user.json" "${pids[1]}"
 bench posts:topPosts "http://127.0.0.1:$pp/graphql" "$work/posts.json" "${pids[2]}"
 bench posts:_entities "http://127.0.0.1:$pp/graphql" "$work/entities.json" "${pids[2]}"
@@ -81,4 +83,11 @@ print()
 print(f"ceiling of any server under this load: {float(rows['fixed-answer-server'][1]):.0f} req/s (a fixed answer, nothing else)")
 print(f"subgraph CPU per no-cache seed query:  {cpu:.1f} us (users:me + posts:topPosts + posts:_entities)")
 print(f"bound on a no-cache gateway:           {cores / cpu * 1e6:.0f} req/s on {cores} cores, even if the gateway and the load generator cost nothing")
+server = float(rows["fixed-answer-server"][3])
+client = float(rows["fixed-answer-server"][4])
+floor = cpu + server + 4 * client
+print(f"one HTTP exchange, doing nothing else:  {server:.1f} us on the server side, {client:.1f} us on the client side")
+print(f"a no-cache request at the least:       {floor:.1f} us = subgraphs {cpu:.1f} + the gateway's server side {server:.1f}"
+      f" + 3 client exchanges to the subgraphs and the load generator's own {4 * client:.1f}")
+print(f"bound with those:                      {cores / floor * 1e6:.0f} req/s on {cores} cores (a gateway that only forwards bytes)")
 PY
