@@ -14,11 +14,8 @@
 #   scripts/ceilings.sh [SECONDS]      (default 10)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Everything printed is also kept in results/<UTC stamp>-ceilings/summary.txt, with the commit.
-out=results/$(date -u +%Y%m%d-%H%M%S)-ceilings; mkdir -p "$out"
-exec > >(tee "$out/summary.txt") 2>&1
-changes=$(git status --porcelain -- . ':!results')
-echo "commit $(git rev-parse HEAD)${changes:+ (dirty)}"
+. scripts/lib/record.sh
+record_output ceilings   # everything printed is also kept in results/<stamp>-ceilings/summary.txt
 secs=${1:-10}
 cargo build --release --locked -p gateway -p user-service -p post-service -p loadgen
 bin=$PWD/target/release
@@ -26,7 +23,6 @@ work=$(mktemp -d)
 pids=()
 stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done; pids=(); }
 trap 'stop; rm -rf "$work"' EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_up() { for _ in $(seq 300); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "no answer from $1" >&2; return 1; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 bench() { # label url body-file [pid whose CPU to count]

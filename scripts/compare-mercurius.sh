@@ -7,11 +7,8 @@
 # Needs node and npm (the peer's setup runs `npm ci`); the Node stack uses ports 3000-3002.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Everything printed is also kept in results/<UTC stamp>-mercurius/summary.txt, with the commit.
-out=results/$(date -u +%Y%m%d-%H%M%S)-mercurius; mkdir -p "$out"
-exec > >(tee "$out/summary.txt") 2>&1
-changes=$(git status --porcelain -- . ':!results')
-echo "commit $(git rev-parse HEAD)${changes:+ (dirty)}"
+. scripts/lib/record.sh
+record_output mercurius   # everything printed is also kept in results/<stamp>-mercurius/summary.txt
 rounds=${1:-3}; secs=${2:-10}
 shared=${SHARED_DIR:-$(cd .. && pwd)/shared}
 peer=${PEER_DIR:-/tmp/mercurius-peer}
@@ -21,7 +18,6 @@ cargo build --release --locked -p gateway -p user-service -p post-service -p loa
 bin=$PWD/target/release
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 echo 'query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }' > "$work/seed.graphql"
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_up() { for _ in $(seq 300); do curl -fs "$1" -H 'content-type: application/json' -d '{"query":"{ __typename }"}' >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "no answer from $1" >&2; return 1; }
 pids=()
 stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done; pids=(); }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{metric, post_router, user_router, Server};
+use common::{metric, metrics_of, post_router, user_router, Server};
 use serde_json::{json, Value};
 
 fn free_port() -> u16 {
@@ -150,15 +150,7 @@ impl Gateway {
     }
 
     async fn metric(&self, name: &str) -> f64 {
-        let text = self
-            .http
-            .get(format!("http://{}/metrics", self.addr))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = metrics_of(&self.http, self.addr).await;
         metric(&text, name).unwrap_or_else(|| panic!("{name} missing from:\n{text}"))
     }
 }
@@ -174,14 +166,7 @@ async fn subgraph_requests(user: &Server, post: &Server) -> f64 {
     let http = reqwest::Client::new();
     let mut total = 0.0;
     for s in [user, post] {
-        let text = http
-            .get(format!("http://{}/metrics", s.addr))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = metrics_of(&http, s.addr).await;
         total += metric(&text, "subgraph_requests_total").unwrap();
     }
     total

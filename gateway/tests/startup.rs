@@ -188,14 +188,7 @@ async fn a_reset_keep_alive_connection_is_retried_once_for_queries() {
     }
     // SDL + three queries were answered; queries 2 and 3 each met a reset first.
     assert_eq!(served.load(Ordering::SeqCst), 4);
-    let metrics = http
-        .get(format!("http://{}/metrics", gateway.addr))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = common::metrics_of(&http, gateway.addr).await;
     assert!(
         metrics.contains("gateway_upstream_errors_total{subgraph=\"flaky\"} 2"),
         "{metrics}"

@@ -209,15 +209,7 @@ impl Lab {
 
     /// The Prometheus text of `server`'s `/metrics`.
     pub async fn metrics(&self, server: &Server) -> String {
-        let url = format!("http://{}/metrics", server.addr);
-        self.http
-            .get(url)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
+        metrics_of(&self.http, server.addr).await
     }
 
     /// Stop user-service, closing its connections; returns the address it had, for a
@@ -244,6 +236,17 @@ impl Lab {
 }
 
 /// The value of the first sample named `name` (with any labels) in Prometheus text.
+/// The Prometheus text of the `/metrics` of whatever listens at `addr`.
+pub async fn metrics_of(http: &reqwest::Client, addr: SocketAddr) -> String {
+    http.get(format!("http://{addr}/metrics"))
+        .send()
+        .await
+        .expect("/metrics answers")
+        .text()
+        .await
+        .unwrap()
+}
+
 pub fn metric(text: &str, name: &str) -> Option<f64> {
     text.lines()
         .filter(|l| !l.starts_with('#'))
