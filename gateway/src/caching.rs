@@ -25,6 +25,14 @@
 //!
 //! **Errors are never stored**: a failed fetch is not stored, and a response that
 //! carries GraphQL errors is shared only with the callers that were waiting for it.
+//!
+//! **Where entries live.** One cache-core cache per storage kind in use (a [`Tier`]):
+//! `--storage memory` (moka), `redis` (shared by every gateway on that Redis) or
+//! `layered` (a short-lived moka L1 over Redis, told of other gateways' invalidations
+//! over a Redis channel). A policy's `storage` puts one field in another tier; an
+//! invalidation goes to every tier. `redis` and `layered` are not mixed in one gateway:
+//! they would share Redis's keys, and one's invalidation would empty the other's
+//! entries without telling its L1s.
 
 use std::collections::HashMap;
 use std::future::Future;

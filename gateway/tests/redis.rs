@@ -480,3 +480,53 @@ fn storage_flags_that_do_not_fit_are_refused_by_name() {
     }
     let _ = std::fs::remove_file(&policy);
 }
+
+#[tokio::test]
+async fn a_policy_keeps_one_field_in_memory_while_the_rest_is_shared() {
+    let (user, post) = (
+        Server::start(user_router()).await,
+        Server::start(post_router()).await,
+    );
+    let redis = Redis::start();
+    let url = redis.url();
+    let policy = std::env::temp_dir().join(format!("gw-local-{}.toml", std::process::id()));
+    std::fs::write(
+        &policy,
+        "[policy.\"Query.topPosts\"]\nstorage = \"memory\"\n",
+    )
+    .unwrap();
+    let policy_path = policy.to_str().unwrap().to_string();
+    let args = [
+        "--ttl",
+        "10",
+        "--storage",
+        "redis",
+        "--redis",
+        &url,
+        "--policy",
+        &policy_path,
+    ];
+    let a = Gateway::start(&user, &post, &args).await;
+    let b = Gateway::start(&user, &post, &args).await;
+    let shared = r#"{ getPost(pid: "p1") { pid title } }"#;
+    let local = r#"{ topPosts(count: 2) { pid } }"#;
+    a.query(shared).await;
+    a.query(local).await;
+    let before = subgraph_requests(&user, &post).await;
+    b.query(shared).await;
+    assert_eq!(
+        subgraph_requests(&user, &post).await,
+        before,
+        "getPost is shared through Redis"
+    );
+    b.query(local).await;
+    assert_eq!(
+        subgraph_requests(&user, &post).await,
+        before + 1.0,
+        "topPosts lives in each gateway's memory, so B fetches it itself"
+    );
+    // And B's own memory now answers it.
+    b.query(local).await;
+    assert_eq!(subgraph_requests(&user, &post).await, before + 1.0);
+    let _ = std::fs::remove_file(&policy);
+}
