@@ -26,7 +26,7 @@
 //! **Errors are never stored**: a failed fetch is not stored, and a response that
 //! carries GraphQL errors is shared only with the callers that were waiting for it.
 //!
-//! **Where entries live.** One cache-core cache per storage kind in use (a [`Tier`]):
+//! **Where entries live.** One cache-core cache per storage kind in use (a `Tier`):
 //! `--storage memory` (moka), `redis` (shared by every gateway on that Redis) or
 //! `layered` (a short-lived moka L1 over Redis, told of other gateways' invalidations
 //! over a Redis channel). A policy's `storage` puts one field in another tier; an
