@@ -140,7 +140,8 @@ pub fn build_schema(
                         // shared reference counts of the engine and the site, which
                         // both worker threads would otherwise bounce between them).
                         if site.root.is_none() {
-                            if let Some(value) = engine.present(&ctx, &site) {
+                            // A failure goes the async way, which reports it with its path.
+                            if let Some(Ok(value)) = engine.present(&ctx, &site) {
                                 return FieldFuture::Value(value);
                             }
                         }
@@ -275,7 +276,7 @@ impl Engine {
                 rendered
             }
         };
-        let (query, selection_start) = (rendered.query.clone(), rendered.selection_start);
+        // The query text is copied only when a fetch really goes out (not on a hit).
         let response = match &self.cache {
             Some(cache) if !root.mutation => {
                 let args: serde_json::Map<String, serde_json::Value> = ctx
@@ -287,13 +288,13 @@ impl Engine {
                 let call = CallKey {
                     parent: None,
                     args: Some(&args),
-                    selection: &query[selection_start..],
+                    selection: &rendered.query[rendered.selection_start..],
                     headers: &scope.headers,
                 };
                 let fetch = self.fetch.clone();
                 let namespace = site.namespace.clone();
                 let authorization = scope.authorization.clone();
-                let owned_query = query.clone();
+                let rendered = rendered.clone();
                 cache
                     .get_or_fetch(&site.namespace, call, move || async move {
                         let request = FetchRequest {
@@ -302,7 +303,7 @@ impl Engine {
                                 namespace: &namespace,
                                 mutation: false,
                             },
-                            query: owned_query,
+                            query: rendered.query.clone(),
                             variables: None,
                             authorization: authorization.as_ref(),
                         };
@@ -317,7 +318,7 @@ impl Engine {
                         namespace: &site.namespace,
                         mutation: root.mutation,
                     },
-                    query,
+                    query: rendered.query.clone(),
                     variables: None,
                     authorization: scope.authorization.as_ref(),
                 };
@@ -335,13 +336,12 @@ impl Engine {
     }
 
     /// A nested field whose value its parent's data already holds, resolved without
-    /// waiting; `None` when it must be fetched (or when wrapping it fails: the async
-    /// path then reports the error with its path).
+    /// waiting (a failure to wrap it included); `None` when it must be fetched.
     fn present<'a>(
         &self,
         ctx: &ResolverContext<'a>,
         site: &FieldSite,
-    ) -> Option<Option<FieldValue<'a>>> {
+    ) -> Option<ResolveResult<'a>> {
         let node = ctx.parent_value.try_downcast_ref::<Node>().ok()?;
         let ConstValue::Object(data) = &node.value else {
             return None;
@@ -352,12 +352,13 @@ impl Engine {
             // A leaf: the subgraph's value as it is (null included).
             let value =
                 (!matches!(value, ConstValue::Null)).then(|| FieldValue::value(value.clone()));
-            return Some(value);
+            return Some(Ok(value));
         }
-        let def = self.field_def(site).ok()?;
         let planner = Planner::new(&self.supergraph, ctx.ctx.query_env);
-        self.wrap(&planner, def, field, value.clone(), node.plan.source)
-            .ok()
+        Some(
+            self.field_def(site)
+                .and_then(|def| self.wrap(&planner, def, field, value.clone(), node.plan.source)),
+        )
     }
 
     /// A field of an object: read from the parent's data, or fetched from its owner.
@@ -366,16 +367,14 @@ impl Engine {
         ctx: ResolverContext<'a>,
         site: &FieldSite,
     ) -> ResolveResult<'a> {
+        if let Some(result) = self.present(&ctx, site) {
+            return result;
+        }
         let node = ctx.parent_value.try_downcast_ref::<Node>()?;
         let field = &ctx.ctx.item.node;
         let key = response_key(field);
         let def = self.field_def(site)?;
         let planner = Planner::new(&self.supergraph, ctx.ctx.query_env);
-        if let ConstValue::Object(data) = &node.value {
-            if let Some(value) = data.get(key) {
-                return self.wrap(&planner, def, field, value.clone(), node.plan.source);
-            }
-        }
         let owner = def.owner_for(node.plan.source);
         let fetch = node.plan.fetch_for(owner).ok_or_else(|| {
             gateway_error(format!(

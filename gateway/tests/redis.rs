@@ -162,6 +162,23 @@ impl Drop for Gateway {
     }
 }
 
+/// A `--policy` file of this test, removed when dropped.
+struct PolicyFile(String);
+
+impl PolicyFile {
+    fn new(name: &str, toml: &str) -> PolicyFile {
+        let path = std::env::temp_dir().join(format!("gw-{name}-{}.toml", std::process::id()));
+        std::fs::write(&path, toml).unwrap();
+        PolicyFile(path.to_str().unwrap().to_string())
+    }
+}
+
+impl Drop for PolicyFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 async fn subgraph_requests(user: &Server, post: &Server) -> f64 {
     let http = reqwest::Client::new();
     let mut total = 0.0;
@@ -363,15 +380,13 @@ async fn redis_gc_reports_the_members_of_expired_entries() {
     let url = redis.url();
     // getPost lives 200 ms, topPosts a minute: the reference sets Post:p1 and Post:p2
     // outlive getPost's entries and keep naming them until a collection.
-    let policy = std::env::temp_dir().join(format!("gw-redis-gc-{}.toml", std::process::id()));
-    std::fs::write(&policy, "[policy.\"Query.getPost\"]\nttl = 0.2\n").unwrap();
     {
-        let policy = policy.to_str().unwrap();
+        let policy = PolicyFile::new("redis-gc", "[policy.\"Query.getPost\"]\nttl = 0.2\n");
         let args = [
             "--ttl",
             "60",
             "--policy",
-            policy,
+            &policy.0,
             "--storage",
             "redis",
             "--redis",
@@ -386,7 +401,6 @@ async fn redis_gc_reports_the_members_of_expired_entries() {
             gw.query(q).await;
         }
     }
-    let _ = std::fs::remove_file(&policy);
     tokio::time::sleep(Duration::from_millis(400)).await;
     let gc = |strict: bool| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_gateway"));
@@ -433,9 +447,8 @@ async fn redis_gc_reports_the_members_of_expired_entries() {
 
 #[test]
 fn storage_flags_that_do_not_fit_are_refused_by_name() {
-    let policy = std::env::temp_dir().join(format!("gw-mixed-{}.toml", std::process::id()));
-    std::fs::write(&policy, "[policy.\"Query.me\"]\nstorage = \"layered\"\n").unwrap();
-    let policy = policy.to_str().unwrap().to_string();
+    let file = PolicyFile::new("mixed", "[policy.\"Query.me\"]\nstorage = \"layered\"\n");
+    let policy = &file.0;
     let url = "redis://127.0.0.1:1";
     for (args, needle) in [
         (
@@ -464,7 +477,7 @@ fn storage_flags_that_do_not_fit_are_refused_by_name() {
                 "--redis",
                 url,
                 "--policy",
-                &policy,
+                policy,
             ],
             "cannot be mixed",
         ),
@@ -478,7 +491,6 @@ fn storage_flags_that_do_not_fit_are_refused_by_name() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     }
-    let _ = std::fs::remove_file(&policy);
 }
 
 #[tokio::test]
@@ -489,13 +501,10 @@ async fn a_policy_keeps_one_field_in_memory_while_the_rest_is_shared() {
     );
     let redis = Redis::start();
     let url = redis.url();
-    let policy = std::env::temp_dir().join(format!("gw-local-{}.toml", std::process::id()));
-    std::fs::write(
-        &policy,
+    let policy = PolicyFile::new(
+        "local",
         "[policy.\"Query.topPosts\"]\nstorage = \"memory\"\n",
-    )
-    .unwrap();
-    let policy_path = policy.to_str().unwrap().to_string();
+    );
     let args = [
         "--ttl",
         "10",
@@ -504,7 +513,7 @@ async fn a_policy_keeps_one_field_in_memory_while_the_rest_is_shared() {
         "--redis",
         &url,
         "--policy",
-        &policy_path,
+        &policy.0,
     ];
     let a = Gateway::start(&user, &post, &args).await;
     let b = Gateway::start(&user, &post, &args).await;
@@ -528,5 +537,4 @@ async fn a_policy_keeps_one_field_in_memory_while_the_rest_is_shared() {
     // And B's own memory now answers it.
     b.query(local).await;
     assert_eq!(subgraph_requests(&user, &post).await, before + 1.0);
-    let _ = std::fs::remove_file(&policy);
 }
