@@ -35,6 +35,7 @@ fn bench(c: &mut Criterion) {
         max_entries: 10_000,
         report_interval: None,
         policies: Default::default(),
+        invalidation: true,
     })
     .unwrap();
     let headers = HeaderMap::new();

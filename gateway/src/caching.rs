@@ -123,6 +123,10 @@ pub struct CacheSettings {
     pub report_interval: Option<Duration>,
     /// Overrides per `Type.field`.
     pub policies: PolicyFile,
+    /// Whether a mutation's result invalidates the entries that refer to its entities
+    /// (`--invalidation on`, the default). Off, entries live until their ttl whatever
+    /// is written: mercurius-cache without references, for comparison.
+    pub invalidation: bool,
 }
 
 /// The `--policy` file: overrides per `Type.field`.
@@ -559,6 +563,9 @@ impl ResolverCache {
     /// After a mutation in `namespace` answered `response`: drop every entry that
     /// refers to an entity in the result, plus the policy's own invalidations.
     pub async fn after_mutation(&self, namespace: &str, response: &UpstreamResponse) {
+        if !self.settings.invalidation {
+            return;
+        }
         let mut patterns = self.slot(namespace).rule.invalidate.clone();
         if let Some(data) = &response.data {
             collect_references(data, &mut patterns);

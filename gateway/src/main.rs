@@ -89,6 +89,11 @@ struct Cli {
     /// Bound of the parsed-document cache, in bytes of estimated heap (0 disables it).
     #[arg(long, default_value_t = 32 << 20)]
     doc_cache_bytes: u64,
+    /// Whether a mutation drops the cached entries that refer to the entities it
+    /// returned: on (the default), or off (entries live until their ttl, as in
+    /// mercurius-cache without references).
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_switch)]
+    invalidation: bool,
     /// Log a hits/misses/dedupes table every this many seconds.
     #[arg(long, value_name = "SECONDS")]
     cache_report_interval: Option<f64>,
@@ -118,6 +123,14 @@ struct RedisGcArgs {
     /// Lazy mode: continue a pass from the cursor an earlier run printed.
     #[arg(long, default_value_t = 0, conflicts_with = "strict")]
     cursor: u64,
+}
+
+fn parse_switch(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("{other:?}: expected on or off")),
+    }
 }
 
 fn parse_subgraph(s: &str) -> Result<Subgraph, String> {
@@ -207,6 +220,7 @@ impl Cli {
                 max_entries: self.cache_max_entries,
                 report_interval,
                 policies,
+                invalidation: self.invalidation,
             })
         } else {
             if self.storage.needs_redis() || self.redis.is_some() {

@@ -230,3 +230,27 @@ async fn stale_entries_are_served_at_once_while_one_refresh_runs() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn invalidation_off_keeps_entries_until_their_ttl_even_a_long_one() {
+    // An hour's ttl: long ttls must behave like short ones (stored, served, counted).
+    let lab = Lab::start_with(|c| {
+        let mut settings = cache(3600.0).unwrap();
+        settings.invalidation = false;
+        c.cache = Some(settings);
+    })
+    .await;
+    let read = r#"{ getPost(pid: "p1") { title } }"#;
+    assert_eq!(lab.query(read).await["data"]["getPost"]["title"], "Post 1");
+    lab.query(r#"mutation { updatePostTitle(pid: "p1", title: "Fresh") { pid } }"#)
+        .await;
+    // The write reached the subgraph, but the entry is kept: a stale read, on purpose.
+    let (answer, cost) = delta(&lab, lab.query(read)).await;
+    assert_eq!(cost, (0, 0));
+    assert_eq!(answer["data"]["getPost"]["title"], "Post 1");
+    let text = lab.metrics(&lab.gateway).await;
+    assert!(
+        text.contains("gateway_cache_hits_total{namespace=\"Query.getPost\"} 1"),
+        "{text}"
+    );
+}

@@ -82,6 +82,7 @@ pub fn cache(ttl: f64) -> Option<gateway::caching::CacheSettings> {
         max_entries: 10_000,
         report_interval: None,
         policies: Default::default(),
+        invalidation: true,
     })
 }
 
