@@ -75,7 +75,7 @@ use crate::strategy::{Admission, Strategy, StrategyContext};
 /// `Send + Sync` and cheap to clone: clones share everything. `V` should be
 /// cheap to clone too (an `Arc`, or a small value): a hit returns a clone.
 pub struct Cache<V> {
-    inner: Arc<Inner<V>>,
+    pub(crate) inner: Arc<Inner<V>>,
 }
 
 impl<V> Clone for Cache<V> {
@@ -90,17 +90,17 @@ impl<V> Clone for Cache<V> {
 /// retired count read before the read, and what it found.
 type SharedRead<V> = (u64, Option<Stored<V>>);
 
-struct Inner<V> {
-    storage: Arc<dyn Storage<V>>,
-    inflight: InFlight<V>,
+pub(crate) struct Inner<V> {
+    pub(crate) storage: Arc<dyn Storage<V>>,
+    pub(crate) inflight: InFlight<V>,
     /// Whether concurrent reads of one key share one storage read.
     shared_reads: bool,
     /// The dedupe table of storage reads (used when `shared_reads`).
     reads: InFlight<SharedRead<V>>,
-    registry: Arc<StatsRegistry>,
+    pub(crate) registry: Arc<StatsRegistry>,
     defaults: Policy<V>,
-    strategies: Box<[Arc<dyn Strategy<V>>]>,
-    wait_timeout: Option<Duration>,
+    pub(crate) strategies: Box<[Arc<dyn Strategy<V>>]>,
+    pub(crate) wait_timeout: Option<Duration>,
     detach: bool,
     /// Serialises stores against invalidations (see the module docs).
     gate: RwLock<()>,
@@ -241,7 +241,7 @@ impl<V: Clone + Send + Sync + 'static> CacheBuilder<V> {
 }
 
 /// What a follower got.
-enum Waited<V> {
+pub(crate) enum Waited<V> {
     Done(Result<V, CacheError>),
     Abandoned,
 }
@@ -482,7 +482,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         })
     }
 
-    async fn wait(&self, flight: &Flight<V>, counters: &Counters) -> Waited<V> {
+    pub(crate) async fn wait(&self, flight: &Flight<V>, counters: &Counters) -> Waited<V> {
         let outcome = match self.inner.wait_timeout {
             None => flight.wait().await,
             Some(limit) => match tokio::time::timeout(limit, flight.wait()).await {
@@ -534,7 +534,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
 }
 
 impl<V: Clone + Send + Sync + 'static> Inner<V> {
-    fn bypassed(&self, namespace: &Namespace<V>, key: CacheKey) -> bool {
+    pub(crate) fn bypassed(&self, namespace: &Namespace<V>, key: CacheKey) -> bool {
         let context = StrategyContext {
             namespace: namespace.name(),
             key,
@@ -684,7 +684,7 @@ impl<V: Clone + Send + Sync + 'static> Inner<V> {
 }
 
 /// Runs one flight's fetch as its leader: fetch, maybe store, publish.
-async fn run_flight<V, F, Fut, T, E>(
+pub(crate) async fn run_flight<V, F, Fut, T, E>(
     inner: &Inner<V>,
     namespace: &Namespace<V>,
     key: CacheKey,
@@ -699,27 +699,46 @@ where
     E: Into<Box<dyn StdError + Send + Sync>>,
 {
     let guard = LeaderGuard::new(&inner.inflight, key, flight);
-    let context = StrategyContext {
-        namespace: namespace.name(),
-        key,
-    };
-    let fetched = match fetch().await {
-        Ok(value) => value.into(),
-        Err(error) => {
-            let error: FetchError = Arc::from(error.into());
-            namespace.counters().incr(Counter::Errors);
-            match inner.recover(&context, &error) {
-                Some(recovered) => recovered,
-                None => {
-                    guard.finish(Err(&error), false);
-                    return Err(CacheError::Fetch(error));
+    let fetched = fetch()
+        .await
+        .map(Into::into)
+        .map_err(|error| -> FetchError { Arc::from(error.into()) });
+    inner.settle(namespace, key, flight, guard, fetched).await
+}
+
+impl<V: Clone + Send + Sync + 'static> Inner<V> {
+    /// A leader's last step, once its fetch answered: a failure goes to the
+    /// strategies' `recover` and else to every waiter; a value is stored if
+    /// allowed, then handed to every waiter.
+    pub(crate) async fn settle(
+        &self,
+        namespace: &Namespace<V>,
+        key: CacheKey,
+        flight: &Arc<Flight<V>>,
+        guard: LeaderGuard<'_, V>,
+        fetched: Result<Fetched<V>, FetchError>,
+    ) -> Result<V, CacheError> {
+        let context = StrategyContext {
+            namespace: namespace.name(),
+            key,
+        };
+        let fetched = match fetched {
+            Ok(fetched) => fetched,
+            Err(error) => {
+                namespace.counters().incr(Counter::Errors);
+                match self.recover(&context, &error) {
+                    Some(recovered) => recovered,
+                    None => {
+                        guard.finish(Err(&error), false);
+                        return Err(CacheError::Fetch(error));
+                    }
                 }
             }
-        }
-    };
-    let stored = inner.store(namespace, &context, flight, &fetched).await;
-    guard.finish(Ok(&fetched.value), stored);
-    Ok(fetched.value)
+        };
+        let stored = self.store(namespace, &context, flight, &fetched).await;
+        guard.finish(Ok(&fetched.value), stored);
+        Ok(fetched.value)
+    }
 }
 
 async fn fetch_directly<V, F, Fut, T, E>(

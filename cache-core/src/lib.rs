@@ -186,6 +186,7 @@
 //! - [`stats`]: counters per namespace and the periodic report.
 //! - [`strategy`]: the extension point.
 
+mod batch;
 mod cache;
 pub mod error;
 mod inflight;
@@ -197,6 +198,7 @@ pub mod stats;
 pub mod storage;
 pub mod strategy;
 
+pub use batch::BatchCall;
 pub use cache::{Cache, CacheBuilder};
 pub use error::{CacheError, FetchError, StorageError};
 pub use key::{CacheKey, CanonicalKey, KeyBuilder, KeyFunction, KeyHasher, KeyPart, KeyParts};

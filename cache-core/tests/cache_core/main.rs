@@ -1,6 +1,7 @@
 //! Behaviour tests of cache-core, through its public interface only.
 //! Each module is named after what its tests prove.
 
+mod batch;
 mod cancel;
 mod dedupe;
 mod errors;

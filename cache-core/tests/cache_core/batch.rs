@@ -1,0 +1,321 @@
+//! `get_or_fetch_many`: each call cached under its own key, the misses
+//! fetched together, deduplicated against other batches and single calls.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cache_core::{BatchCall, Cache, CacheKey, Fetched};
+
+use crate::support::{callers_registered, stats_of, within, Boom, Calls, Valve};
+
+fn key(id: &str) -> CacheKey {
+    CacheKey::builder("User.name").parent(id).finish()
+}
+
+/// Records the indices each fetch was asked for, and answers `index * 10`.
+#[derive(Clone, Default)]
+struct Asked(Arc<Mutex<Vec<Vec<usize>>>>);
+
+impl Asked {
+    fn fetch(
+        &self,
+    ) -> impl Fn(Vec<usize>) -> futures::future::Ready<Vec<Result<u32, Boom>>> + Clone {
+        let asked = self.clone();
+        move |indices: Vec<usize>| {
+            asked.0.lock().unwrap().push(indices.clone());
+            futures::future::ready(indices.iter().map(|&i| Ok(i as u32 * 10)).collect())
+        }
+    }
+
+    fn calls(&self) -> Vec<Vec<usize>> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+#[tokio::test]
+async fn misses_are_fetched_together_and_hits_are_not_asked_for() {
+    let cache: Cache<u32> = Cache::builder().ttl(Duration::from_secs(60)).build();
+    let ns = cache.namespace("User.name");
+    // u2 is stored beforehand.
+    cache
+        .get_or_fetch(key("u2"), &ns, || async { Ok::<_, Boom>(99u32) })
+        .await
+        .unwrap();
+    let asked = Asked::default();
+    let calls: Vec<_> = ["u1", "u2", "u3"]
+        .iter()
+        .map(|id| BatchCall::Cached {
+            key: key(id),
+            namespace: &ns,
+        })
+        .collect();
+    let results = cache.get_or_fetch_many(&calls, asked.fetch()).await;
+    let values: Vec<u32> = results.into_iter().map(Result::unwrap).collect();
+    assert_eq!(values, [0, 99, 20]);
+    assert_eq!(asked.calls(), [vec![0, 2]], "one fetch, for the two misses");
+    // Now all three are stored: nothing is fetched.
+    let again = cache.get_or_fetch_many(&calls, asked.fetch()).await;
+    assert_eq!(
+        again.into_iter().map(Result::unwrap).collect::<Vec<_>>(),
+        [0, 99, 20]
+    );
+    assert_eq!(asked.calls().len(), 1);
+    let stats = stats_of(&cache, "User.name");
+    assert_eq!((stats.hits, stats.misses), (4, 3));
+}
+
+#[tokio::test]
+async fn one_call_can_fail_while_the_others_succeed_and_failures_are_not_stored() {
+    let cache: Cache<u32> = Cache::builder().ttl(Duration::from_secs(60)).build();
+    let ns = cache.namespace("User.name");
+    let calls: Vec<_> = ["u1", "u2"]
+        .iter()
+        .map(|id| BatchCall::Cached {
+            key: key(id),
+            namespace: &ns,
+        })
+        .collect();
+    let fetches = Calls::default();
+    let fetch = {
+        let fetches = fetches.clone();
+        move |indices: Vec<usize>| {
+            let n = fetches.bump();
+            futures::future::ready(
+                indices
+                    .iter()
+                    .map(|&i| {
+                        if i == 1 && n == 1 {
+                            Err(Boom("u2"))
+                        } else {
+                            Ok(7u32)
+                        }
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        }
+    };
+    let first = cache.get_or_fetch_many(&calls, fetch.clone()).await;
+    assert_eq!(*first[0].as_ref().unwrap(), 7);
+    assert!(first[1]
+        .as_ref()
+        .unwrap_err()
+        .to_string()
+        .contains("boom: u2"));
+    // u1 was stored, u2 was not: the second batch fetches u2 alone.
+    let second = cache.get_or_fetch_many(&calls, fetch).await;
+    assert!(second.iter().all(|r| *r.as_ref().unwrap() == 7));
+    assert_eq!(fetches.get(), 2);
+    assert_eq!(stats_of(&cache, "User.name").errors, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlapping_batches_share_the_fetch_of_their_common_keys() {
+    let cache: Cache<u32> = Cache::builder().build(); // ttl 0: dedupe only
+    let ns = cache.namespace("User.name");
+    let valve = Valve::closed();
+    let asked = Asked::default();
+    let slow = {
+        let (valve, asked) = (valve.clone(), asked.clone());
+        move |indices: Vec<usize>| {
+            let (valve, asked) = (valve.clone(), asked.clone());
+            async move {
+                asked.0.lock().unwrap().push(indices.clone());
+                valve.wait().await;
+                indices
+                    .iter()
+                    .map(|&i| Ok::<_, Boom>(i as u32))
+                    .collect::<Vec<_>>()
+            }
+        }
+    };
+    let first = {
+        let (cache, ns, slow) = (cache.clone(), ns.clone(), slow.clone());
+        tokio::spawn(async move {
+            let calls = [
+                BatchCall::Cached {
+                    key: key("u1"),
+                    namespace: &ns,
+                },
+                BatchCall::Cached {
+                    key: key("u2"),
+                    namespace: &ns,
+                },
+            ];
+            cache.get_or_fetch_many(&calls, slow).await
+        })
+    };
+    callers_registered(&cache, "User.name", 2).await;
+    let second = {
+        let (cache, ns, slow) = (cache.clone(), ns.clone(), slow.clone());
+        tokio::spawn(async move {
+            let calls = [
+                BatchCall::Cached {
+                    key: key("u2"),
+                    namespace: &ns,
+                },
+                BatchCall::Cached {
+                    key: key("u3"),
+                    namespace: &ns,
+                },
+            ];
+            cache.get_or_fetch_many(&calls, slow).await
+        })
+    };
+    callers_registered(&cache, "User.name", 4).await;
+    valve.open();
+    let first: Vec<u32> = within("first", first)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let second: Vec<u32> = within("second", second)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(first, [0, 1]);
+    // u2 came from the first batch's fetch (its index there was 1); u3 from the second's.
+    assert_eq!(second, [1, 1]);
+    assert_eq!(asked.calls(), [vec![0, 1], vec![1]]);
+    let stats = stats_of(&cache, "User.name");
+    assert_eq!((stats.misses, stats.dedupes), (3, 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_batch_hands_its_keys_to_the_batches_that_follow_it() {
+    let cache: Cache<u32> = Cache::builder().ttl(Duration::from_secs(60)).build();
+    let ns = cache.namespace("User.name");
+    let leader = {
+        let (cache, ns) = (cache.clone(), ns.clone());
+        tokio::spawn(async move {
+            let calls = [BatchCall::Cached {
+                key: key("u1"),
+                namespace: &ns,
+            }];
+            cache
+                .get_or_fetch_many(&calls, |_: Vec<usize>| async {
+                    std::future::pending::<Vec<Result<u32, Boom>>>().await
+                })
+                .await
+        })
+    };
+    callers_registered(&cache, "User.name", 1).await;
+    let follower = {
+        let (cache, ns) = (cache.clone(), ns.clone());
+        tokio::spawn(async move {
+            let calls = [BatchCall::Cached {
+                key: key("u1"),
+                namespace: &ns,
+            }];
+            cache
+                .get_or_fetch_many(&calls, |i: Vec<usize>| async move {
+                    i.iter().map(|_| Ok::<_, Boom>(5u32)).collect::<Vec<_>>()
+                })
+                .await
+        })
+    };
+    callers_registered(&cache, "User.name", 2).await;
+    leader.abort();
+    let got = within("the follower", follower).await.unwrap();
+    assert_eq!(*got[0].as_ref().unwrap(), 5);
+}
+
+#[tokio::test]
+async fn bypassed_calls_are_fetched_with_the_rest_but_never_stored() {
+    let cache: Cache<u32> = Cache::builder().ttl(Duration::from_secs(60)).build();
+    let ns = cache.namespace("Query.me");
+    let asked = Asked::default();
+    let calls = [
+        BatchCall::Bypass { namespace: &ns },
+        BatchCall::Cached {
+            key: key("u1"),
+            namespace: &ns,
+        },
+    ];
+    let results = cache.get_or_fetch_many(&calls, asked.fetch()).await;
+    assert_eq!(
+        results.into_iter().map(Result::unwrap).collect::<Vec<_>>(),
+        [0, 10]
+    );
+    let again = cache.get_or_fetch_many(&calls, asked.fetch()).await;
+    assert_eq!(
+        again.into_iter().map(Result::unwrap).collect::<Vec<_>>(),
+        [0, 10]
+    );
+    // The bypassed call was fetched both times, the cached one once.
+    assert_eq!(asked.calls(), [vec![0, 1], vec![0]]);
+    let stats = stats_of(&cache, "Query.me");
+    assert_eq!((stats.skips, stats.hits, stats.misses), (2, 1, 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_value_is_served_while_one_refresh_fetches_that_key_alone() {
+    let cache: Cache<u32> = Cache::builder()
+        .ttl(Duration::from_millis(50))
+        .stale(Duration::from_secs(60))
+        .build();
+    let ns = cache.namespace("User.name");
+    let calls = [
+        BatchCall::Cached {
+            key: key("u1"),
+            namespace: &ns,
+        },
+        BatchCall::Cached {
+            key: key("u2"),
+            namespace: &ns,
+        },
+    ];
+    let asked = Asked::default();
+    cache.get_or_fetch_many(&calls, asked.fetch()).await;
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    // Both stale: served at once, each refreshed on its own.
+    let stale = cache
+        .get_or_fetch_many(&calls, |i: Vec<usize>| async move {
+            i.iter().map(|_| Ok::<_, Boom>(1u32)).collect::<Vec<_>>()
+        })
+        .await;
+    assert_eq!(
+        stale.into_iter().map(Result::unwrap).collect::<Vec<_>>(),
+        [0, 10]
+    );
+    assert_eq!(stats_of(&cache, "User.name").refreshes, 2);
+    let mut values = Vec::new();
+    for _ in 0..1000 {
+        values = vec![
+            cache.peek(key("u1")).await.unwrap_or(0),
+            cache.peek(key("u2")).await.unwrap_or(0),
+        ];
+        if values == [1, 1] {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(values, [1, 1], "both refreshes stored their value");
+    assert_eq!(stats_of(&cache, "User.name").stale, 2);
+}
+
+#[tokio::test]
+async fn a_fetch_that_answers_too_few_calls_fails_the_rest_and_stores_nothing_for_them() {
+    let cache: Cache<u32> = Cache::builder().ttl(Duration::from_secs(60)).build();
+    let ns = cache.namespace("User.name");
+    let calls = [
+        BatchCall::Cached {
+            key: key("u1"),
+            namespace: &ns,
+        },
+        BatchCall::Cached {
+            key: key("u2"),
+            namespace: &ns,
+        },
+    ];
+    let results = cache
+        .get_or_fetch_many(&calls, |_: Vec<usize>| async {
+            vec![Ok::<_, Boom>(Fetched::new(3u32))]
+        })
+        .await;
+    assert_eq!(*results[0].as_ref().unwrap(), 3);
+    assert!(results[1].is_err());
+    assert_eq!(cache.peek(key("u2")).await, None);
+}
