@@ -1,7 +1,14 @@
-//! The cache wrapper's overhead at resolver level: what a root-field call costs when
-//! its entry is stored (a hit: key derivation from the call's arguments and selection,
-//! the policy lookup, the storage read), next to the same call with no cache layer
-//! (the upstream fetch replaced by a ready value, so only the wrapper is measured).
+//! The cache seam's cost on a hit, at resolver level: what one cached call costs when
+//! its entry is stored (the key, the policy lookup, the storage read), next to the
+//! same call with no cache layer (the fetch replaced by a ready value, so only the
+//! seam is measured). Three calls of the seed schema:
+//!
+//! - `root_constant`: `topPosts(count: 2) { … }`, a root field without variables: its
+//!   key depends on nothing of the request, so it is derived once per plan and kept;
+//! - `root_variables`: `topPosts(count: $n) { … }`: arguments and selection are hashed
+//!   on every call;
+//! - `entity`: `User.topPosts` for one parent: representation and selection are hashed
+//!   on every call.
 //!
 //! Run: `cargo bench -p gateway --bench resolver_cache -- --warm-up-time 1 --measurement-time 3`
 
@@ -9,16 +16,50 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_graphql_parser::types::DocumentOperations;
 use criterion::{criterion_group, criterion_main, Criterion};
-use gateway::caching::{CacheSettings, CallKey, ResolverCache};
-use gateway::upstream::{FetchError, UpstreamResponse};
-use reqwest::header::HeaderMap;
+use gateway::caching::{CacheSettings, ResolverCache, StorageKind};
+use gateway::execute::RequestInput;
+use gateway::piece::Piece;
+use gateway::plan::{compile, Plan};
+use gateway::supergraph::{Subgraph, Supergraph};
+use gateway::upstream::FetchError;
 
-fn response() -> Arc<UpstreamResponse> {
-    let data = serde_json::json!({ "me": { "id": "u1", "name": "John", "__typename": "User", "_gw_k_id": "u1" } });
-    Arc::new(UpstreamResponse {
-        data: Some(async_graphql_value::ConstValue::from_json(data).unwrap()),
-        errors: vec![],
+fn supergraph() -> Supergraph {
+    let options = async_graphql::SDLExportOptions::new().federation();
+    let sdls = [
+        user_service::schema().sdl_with_options(options),
+        post_service::schema().sdl_with_options(options),
+    ];
+    let subgraphs = ["user", "post"]
+        .map(|name| Subgraph {
+            name: name.into(),
+            url: format!("http://{name}/graphql"),
+        })
+        .to_vec();
+    Supergraph::compose(subgraphs, &sdls).expect("the seed schema composes")
+}
+
+fn plan(supergraph: &Supergraph, text: &str, variables: &async_graphql::Variables) -> Arc<Plan> {
+    let doc = async_graphql_parser::parse_query(text).unwrap();
+    let DocumentOperations::Single(op) = &doc.operations else {
+        unreachable!("one operation")
+    };
+    Arc::new(compile(supergraph, &doc, &op.node, variables).unwrap())
+}
+
+fn input(variables: serde_json::Value) -> Arc<RequestInput> {
+    let map = match variables {
+        serde_json::Value::Object(map) => map,
+        _ => Default::default(),
+    };
+    Arc::new(RequestInput {
+        authorization: None,
+        headers: Default::default(),
+        graphql_variables: async_graphql::Variables::from_json(serde_json::Value::Object(
+            map.clone(),
+        )),
+        variables: map,
     })
 }
 
@@ -28,7 +69,7 @@ fn bench(c: &mut Criterion) {
         .build()
         .unwrap();
     let cache = ResolverCache::new(CacheSettings {
-        storage: gateway::caching::StorageKind::Memory,
+        storage: StorageKind::Memory,
         redis: None,
         ttl: Duration::from_secs(3600),
         stale: Duration::ZERO,
@@ -38,51 +79,57 @@ fn bench(c: &mut Criterion) {
         invalidation: true,
     })
     .unwrap();
-    let headers = HeaderMap::new();
-    let args: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(r#"{"count": 2, "after": "p0"}"#).unwrap();
-    let selection =
-        "{id name nickname:name topPosts(count:2){pid author{id}} __typename _gw_k_id:id}";
-    let value = response();
-    let call = || CallKey {
-        parent: None,
-        args: Some(&args),
-        selection,
-        headers: &headers,
+    let sg = supergraph();
+    let selection = "{ pid title content author { id name } }";
+    let constant = plan(
+        &sg,
+        &format!("{{ topPosts(count: 2) {selection} }}"),
+        &Default::default(),
+    );
+    let with_variables = plan(
+        &sg,
+        &format!("query($n: Int!) {{ topPosts(count: $n) {selection} }}"),
+        &Default::default(),
+    );
+    let entity = plan(
+        &sg,
+        "{ me { topPosts(count: 2) { pid title } } }",
+        &Default::default(),
+    );
+    let no_variables = input(serde_json::Value::Null);
+    let n_is_2 = input(serde_json::json!({ "n": 2 }));
+    let piece = Piece::from_json(bytes::Bytes::from_static(
+        br#"[{"pid":"p1","title":"Post 1","content":"Content 1","author":{"id":"u1","name":"John","__typename":"User","_gw_k_id":"u1"},"__typename":"Post","_gw_k_pid":"p1"}]"#,
+    ))
+    .unwrap();
+    let fetch = move |asked: Vec<usize>| {
+        let answers: Vec<Result<Piece, FetchError>> =
+            asked.iter().map(|_| Ok(piece.clone())).collect();
+        futures::future::ready(answers)
     };
-    rt.block_on(async {
-        let v = value.clone();
-        cache
-            .get_or_fetch(
-                "Query.me",
-                call(),
-                move || async move { Ok::<_, FetchError>(v) },
-            )
-            .await
-            .unwrap();
-    });
-    c.bench_function("resolver_hit", |b| {
-        b.to_async(&rt).iter(|| {
-            let v = value.clone();
-            let cache = &cache;
-            let call = call();
-            async move {
-                black_box(
-                    cache
-                        .get_or_fetch(
-                            "Query.me",
-                            call,
-                            move || async move { Ok::<_, FetchError>(v) },
-                        )
-                        .await,
-                )
-            }
-        })
-    });
+    let representation = r#"{"__typename":"User","id":"u1"}"#;
+    let site = &entity.sites[0];
+    let calls = |which: &str| match which {
+        "root_constant" => cache.root_call(&constant, &constant.roots[0], &no_variables),
+        "root_variables" => cache.root_call(&with_variables, &with_variables.roots[0], &n_is_2),
+        _ => cache.entity_call(&entity, site, representation, &no_variables),
+    };
+    for which in ["root_constant", "root_variables", "entity"] {
+        // Store the entry, then measure hits.
+        rt.block_on(cache.fetch(&[calls(which)], fetch.clone()));
+        c.bench_function(&format!("hit_{which}"), |b| {
+            b.to_async(&rt).iter(|| {
+                let fetch = fetch.clone();
+                let call = [calls(which)];
+                let cache = &cache;
+                async move { black_box(cache.fetch(&call, fetch).await) }
+            })
+        });
+    }
     c.bench_function("no_cache_layer", |b| {
         b.to_async(&rt).iter(|| {
-            let v = value.clone();
-            async move { black_box(async move { Ok::<_, FetchError>(v) }.await) }
+            let fetch = fetch.clone();
+            async move { black_box(fetch(vec![0]).await) }
         })
     });
 }

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use gateway::caching::{RedisSettings, StorageKind};
-use gateway::execute::DocumentLimits;
-use gateway::http::RequestLimits;
+use gateway::request::RequestLimits;
 use gateway::startup::{Backoff, GatewayConfig};
 use gateway::supergraph::Subgraph;
+use gateway::validation::DocumentLimits;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -31,6 +31,10 @@ struct Cli {
     /// Timeout of one subgraph request, in milliseconds.
     #[arg(long, default_value_t = 10_000)]
     upstream_timeout_ms: u64,
+    /// Largest subgraph response body read, in bytes (a larger one is an error at the
+    /// fields it was for).
+    #[arg(long, default_value_t = 64 << 20)]
+    max_upstream_body_bytes: usize,
     /// Largest accepted request body, in bytes.
     #[arg(long, default_value_t = 1 << 20)]
     max_body_bytes: usize,
@@ -230,8 +234,12 @@ impl Cli {
             }
             None
         };
-        if self.max_depth == 0 || self.max_fields == 0 || self.max_body_bytes == 0 {
-            return Err("--max-depth, --max-fields and --max-body-bytes must be positive".into());
+        if self.max_depth == 0
+            || self.max_fields == 0
+            || self.max_body_bytes == 0
+            || self.max_upstream_body_bytes == 0
+        {
+            return Err("--max-depth, --max-fields, --max-body-bytes and --max-upstream-body-bytes must be positive".into());
         }
         Ok(GatewayConfig {
             subgraphs: self.subgraphs.clone(),
@@ -241,6 +249,7 @@ impl Cli {
                 max: Duration::from_secs(2),
             },
             upstream_timeout: Duration::from_millis(self.upstream_timeout_ms),
+            max_upstream_body_bytes: self.max_upstream_body_bytes,
             requests: RequestLimits {
                 max_body_bytes: self.max_body_bytes,
                 max_text_nesting: self.max_depth * 2 + 16,
@@ -295,8 +304,8 @@ async fn run(cli: &Cli, config: GatewayConfig) -> anyhow::Result<()> {
         "gateway listening on http://{}/graphql",
         listener.local_addr()?
     );
-    let router = gateway::http::router(app);
-    gateway::http::serve(
+    let router = gateway::server::router(app);
+    gateway::server::serve(
         listener,
         router,
         config.requests.header_read_timeout,

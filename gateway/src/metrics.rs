@@ -13,6 +13,9 @@ const LATENCY_BUCKETS: [f64; 14] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
+/// A renderer of more metrics, registered by another layer.
+type Section = Box<dyn Fn(&mut String) + Send + Sync>;
+
 pub struct Metrics {
     requests: AtomicU64,
     request_errors: AtomicU64,
@@ -21,7 +24,7 @@ pub struct Metrics {
     latency_count: AtomicU64,
     latency_sum_micros: AtomicU64,
     /// Extra sections (e.g. cache counters) appended by other layers.
-    extra: std::sync::RwLock<Vec<Box<dyn Fn(&mut String) + Send + Sync>>>,
+    extra: std::sync::RwLock<Vec<Section>>,
 }
 
 impl Metrics {

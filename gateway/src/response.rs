@@ -1,266 +1,421 @@
-//! The response body, written in the order the query asked for its fields.
+//! The response body, written from the subgraphs' raw JSON in the order the query
+//! asked for its fields.
 //!
-//! async-graphql 7.2 resolves sibling fields concurrently and assembles each object in
-//! the order its fields *finish*, so a fast subgraph can overtake a slow one. GraphQL
-//! wants the order of the query. [`write_body`] writes the JSON by walking the
-//! request's parsed document and the data together.
+//! [`write`] walks the plan's shape ([`crate::plan::Selection`]) and the pieces
+//! execution found, together: each field's value is read from the object's own
+//! data, from the entity piece fetched for that object, or answered by the gateway
+//! (`__typename`), and leaves are copied as the subgraph wrote them. Errors are
+//! reported on the way, where the path is known: a subgraph's error at the field
+//! its path names, a failed fetch at every field it was for, with its location in
+//! the document. A null where the type forbids one nulls the nearest nullable
+//! parent, as GraphQL requires; the rest of the object is still walked for errors.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 
-use async_graphql::{ServerError, Variables};
-use async_graphql_parser::types::{
-    BaseType, DocumentOperations, ExecutableDocument, Field, OperationDefinition, OperationType,
-    SelectionSet, Type,
-};
+use async_graphql::ServerError;
+use async_graphql_parser::types::{DocumentOperations, ExecutableDocument, SelectionSet};
+use async_graphql_parser::Pos;
 use async_graphql_value::{indexmap::IndexMap, ConstValue, Name};
 
-use crate::plan::DocumentView;
-use crate::supergraph::{base_name, Supergraph};
+use crate::execute::{Outcome, RequestInput};
+use crate::json::{Kind, Tape, Value};
+use crate::piece::Piece;
+use crate::plan::{DocumentView, OutField, Plan, Selection, Source};
+use crate::upstream::{PathItem, UpstreamError};
 
-/// The operation of `doc` that `operation_name` selects, if that is unambiguous.
-pub fn selected_operation<'d>(
-    doc: &'d ExecutableDocument,
-    operation_name: Option<&str>,
-) -> Option<&'d OperationDefinition> {
-    match (&doc.operations, operation_name) {
-        (DocumentOperations::Single(op), _) => Some(&op.node),
-        (DocumentOperations::Multiple(ops), Some(name)) => ops.get(name).map(|op| &op.node),
-        (DocumentOperations::Multiple(ops), None) if ops.len() == 1 => {
-            ops.values().next().map(|op| &op.node)
-        }
-        (DocumentOperations::Multiple(_), None) => None,
+/// `{"data":…,"errors":[…]}` for an executed operation; returns whether it has
+/// errors.
+pub fn write(out: &mut Vec<u8>, plan: &Plan, outcome: &Outcome, input: &RequestInput) -> bool {
+    let mut writer = Writer {
+        outcome,
+        input,
+        plan,
+        path: Vec::with_capacity(8),
+        errors: Vec::new(),
+        count: 0,
+    };
+    out.extend_from_slice(b"{\"data\":");
+    let start = out.len();
+    if !writer.root(out) {
+        out.truncate(start);
+        out.extend_from_slice(b"null");
     }
-}
-
-/// async-graphql's dynamic schema adds this when a non-null field resolved to null;
-/// the gateway has already reported why, at the same path.
-const NON_NULL_ECHO: &str = "internal: non-null types require a return value";
-
-/// Serialize `response` with every object's keys in query order and nulls propagated
-/// to the nearest nullable parent. `executed` is false for a request error (the
-/// document did not parse or validate): then the body has no `data`, as the spec asks.
-pub fn write_body(
-    response: &async_graphql::Response,
-    document: Option<&ExecutableDocument>,
-    operation_name: Option<&str>,
-    variables: &Variables,
-    supergraph: &Supergraph,
-    executed: bool,
-) -> serde_json::Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(256);
-    out.push(b'{');
-    if executed {
-        out.extend_from_slice(b"\"data\":");
-        let operation =
-            document.and_then(|doc| Some((doc, selected_operation(doc, operation_name)?)));
-        match (operation, &response.data) {
-            (Some((doc, op)), ConstValue::Object(map)) => {
-                let view = DocumentView {
-                    fragments: &doc.fragments,
-                    variables,
-                    operation: op,
-                };
-                let root = match op.ty {
-                    OperationType::Mutation => supergraph.mutation_type.as_deref(),
-                    _ => Some(supergraph.query_type.as_str()),
-                };
-                let writer = Writer { view, supergraph };
-                let start = out.len();
-                if !writer.object(&mut out, map, root, &[&op.selection_set.node])? {
-                    out.truncate(start);
-                    out.extend_from_slice(b"null");
-                }
-            }
-            (_, data) => serde_json::to_writer(&mut out, data)?,
+    if let Some(response) = &outcome.introspection {
+        for error in &response.errors {
+            writer.separator();
+            let _ = serde_json::to_writer(&mut writer.errors, error);
         }
     }
-    let errors: Vec<&ServerError> = response
-        .errors
-        .iter()
-        .filter(|e| {
-            e.message != NON_NULL_ECHO
-                || !response
-                    .errors
-                    .iter()
-                    .any(|o| o.message != NON_NULL_ECHO && o.path == e.path)
-        })
-        .collect();
-    if !errors.is_empty() {
-        if executed {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"\"errors\":");
-        serde_json::to_writer(&mut out, &errors)?;
-    }
-    if !response.extensions.is_empty() {
-        out.extend_from_slice(b",\"extensions\":");
-        serde_json::to_writer(&mut out, &response.extensions)?;
+    let failed = writer.count > 0;
+    if failed {
+        out.extend_from_slice(b",\"errors\":[");
+        out.extend_from_slice(&writer.errors);
+        out.push(b']');
     }
     out.push(b'}');
-    Ok(out)
+    failed
+}
+
+/// `{"errors":[…]}` for a request that was not executed.
+pub fn write_errors(out: &mut Vec<u8>, errors: &[ServerError]) {
+    out.extend_from_slice(b"{\"errors\":");
+    // ServerErrors always serialize.
+    let _ = serde_json::to_writer(&mut *out, errors);
+    out.push(b'}');
+}
+
+/// One step of a response path.
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
 }
 
 struct Writer<'a> {
-    view: DocumentView<'a>,
-    supergraph: &'a Supergraph,
+    plan: &'a Plan,
+    outcome: &'a Outcome,
+    input: &'a RequestInput,
+    path: Vec<Step<'a>>,
+    /// The errors' JSON, comma-separated.
+    errors: Vec<u8>,
+    count: usize,
 }
 
-/// Whether null may stand at a position of type `ty` (unknown types, inside
-/// introspection results, may be null).
-fn nullable(ty: Option<&Type>) -> bool {
-    ty.is_none_or(|t| t.nullable)
-}
-
-impl Writer<'_> {
-    /// Write `value`, of schema type `ty` when known. Returns false when the value is
-    /// null where `ty` forbids it (after propagation): the caller must null itself.
-    fn value(
-        &self,
-        out: &mut Vec<u8>,
-        value: &ConstValue,
-        ty: Option<&Type>,
-        sets: &[&SelectionSet],
-    ) -> serde_json::Result<bool> {
-        let start = out.len();
-        let ok = match value {
-            ConstValue::Null => {
-                out.extend_from_slice(b"null");
-                return Ok(nullable(ty));
-            }
-            ConstValue::Object(map) if !sets.is_empty() => {
-                let object_type = ty.map(base_name);
-                self.object(out, map, object_type, sets)?
-            }
-            ConstValue::List(items) => {
-                let item_type = ty.and_then(|t| match &t.base {
-                    BaseType::List(inner) => Some(&**inner),
-                    BaseType::Named(_) => None,
-                });
-                out.push(b'[');
-                let mut ok = true;
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    if !self.value(out, item, item_type, sets)? {
-                        ok = false;
-                        break;
-                    }
-                }
-                out.push(b']');
-                ok
-            }
-            leaf => {
-                serde_json::to_writer(&mut *out, leaf)?;
-                true
-            }
-        };
-        if ok {
-            return Ok(true);
+impl<'a> Writer<'a> {
+    fn separator(&mut self) {
+        if self.count > 0 {
+            self.errors.push(b',');
         }
-        out.truncate(start);
-        out.extend_from_slice(b"null");
-        Ok(nullable(ty))
+        self.count += 1;
     }
 
-    /// Write an object of type `ty` (`None` inside introspection results, where every
-    /// fragment is taken to apply). Returns false when a non-null field is null.
-    fn object(
-        &self,
-        out: &mut Vec<u8>,
-        map: &IndexMap<Name, ConstValue>,
-        ty: Option<&str>,
-        sets: &[&SelectionSet],
-    ) -> serde_json::Result<bool> {
-        let mut fields = Vec::new();
-        for set in sets {
-            self.view.collect_fields(ty, set, &mut fields);
+    /// Report `message` at the current path followed by `rest`.
+    fn error(&mut self, message: &str, at: Option<Pos>, rest: &[PathItem]) {
+        self.separator();
+        let out = &mut self.errors;
+        out.extend_from_slice(b"{\"message\":");
+        let _ = serde_json::to_writer(&mut *out, message);
+        if let Some(pos) = at {
+            out.extend_from_slice(
+                format!(
+                    ",\"locations\":[{{\"line\":{},\"column\":{}}}]",
+                    pos.line, pos.column
+                )
+                .as_bytes(),
+            );
         }
-        let groups = ResponseKeys::group(&fields);
-        let object = ty.and_then(|t| self.supergraph.object(t));
+        out.extend_from_slice(b",\"path\":[");
+        let mut first = true;
+        let mut comma = |out: &mut Vec<u8>| {
+            if !std::mem::take(&mut first) {
+                out.push(b',');
+            }
+        };
+        for step in &self.path {
+            comma(out);
+            match step {
+                Step::Key(k) => {
+                    let _ = serde_json::to_writer(&mut *out, k);
+                }
+                Step::Index(i) => out.extend_from_slice(i.to_string().as_bytes()),
+            }
+        }
+        for item in rest {
+            comma(out);
+            match item {
+                PathItem::Key(k) => {
+                    let _ = serde_json::to_writer(&mut *out, k);
+                }
+                PathItem::Index(i) => out.extend_from_slice(i.to_string().as_bytes()),
+            }
+        }
+        out.extend_from_slice(b"]}");
+    }
+
+    /// Report a subgraph's errors that concern `field` (the current path's last
+    /// step): those whose path starts with its key, and those without a path.
+    fn field_errors(&mut self, errors: &[UpstreamError], key: &str) {
+        for e in errors {
+            match e.path.split_first() {
+                None => self.error(&e.message, None, &[]),
+                Some((PathItem::Key(k), rest)) if k == key => self.error(&e.message, None, rest),
+                Some(_) => {}
+            }
+        }
+    }
+
+    fn root(&mut self, out: &mut Vec<u8>) -> bool {
+        let plan = self.plan;
+        let selection = &plan.root;
         out.push(b'{');
-        for (i, (key, field, child_sets)) in groups.entries.iter().enumerate() {
+        let mut ok = true;
+        for (i, field) in selection.fields.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
-            let child_ty = object
-                .and_then(|o| o.fields.get(field.name.node.as_str()))
-                .map(|def| &def.ty);
-            serde_json::to_writer(&mut *out, key)?;
-            out.push(b':');
-            // async-graphql usually assembles an object in query order: try the same
-            // position first, and look the key up only when it is elsewhere. A field
-            // async-graphql left out (its resolver failed) is null.
-            let value = match map.get_index(i) {
-                Some((k, v)) if k.as_str() == *key => v,
-                _ => map.get(*key).unwrap_or(&ConstValue::Null),
-            };
-            if !self.value(out, value, child_ty, child_sets)? {
-                return Ok(false);
-            }
-        }
-        // Anything the document does not explain keeps async-graphql's order.
-        let mut written = groups.entries.len();
-        for (key, value) in map {
-            if !groups.contains(key.as_str()) {
-                if written > 0 {
-                    out.push(b',');
+            key(out, &field.key);
+            self.path.push(Step::Key(&field.key));
+            let field_ok = match field.source {
+                Source::Typename => {
+                    string(out, &selection.type_name);
+                    true
                 }
-                written += 1;
-                serde_json::to_writer(&mut *out, key.as_str())?;
-                out.push(b':');
-                serde_json::to_writer(&mut *out, value)?;
-            }
+                Source::Root(r) => match &self.outcome.roots[r as usize] {
+                    Some(Ok(piece)) => {
+                        // Paths are relative to the field's value: report them all here.
+                        for e in piece.errors.iter() {
+                            self.error(&e.message, None, &e.path);
+                        }
+                        self.value(out, piece.value(), piece.tape(), field, 0)
+                    }
+                    Some(Err(failure)) => self.failed(out, field, failure),
+                    None => null(out, field),
+                },
+                Source::Introspection => {
+                    self.introspection(out, &field.key);
+                    true
+                }
+                Source::Carried | Source::Site(_) => null(out, field),
+            };
+            self.path.pop();
+            ok &= field_ok;
         }
         out.push(b'}');
-        Ok(true)
+        ok
     }
-}
 
-/// The fields of one object grouped by response key, in the order each key first
-/// appears, each with the sub-selections of every field that shares the key (GraphQL
-/// merges them). Linear in the number of fields: a 1000-alias document must not cost
-/// a million comparisons per object.
-struct ResponseKeys<'d> {
-    entries: Vec<(&'d str, &'d Field, Vec<&'d SelectionSet>)>,
-    /// Key → position in `entries`, built only for objects with many fields; small
-    /// objects are searched linearly, which is cheaper than hashing.
-    index: Option<HashMap<&'d str, usize>>,
-}
+    /// A fetch for `field` failed: its error at the field, and null.
+    fn failed(&mut self, out: &mut Vec<u8>, field: &OutField, failure: &str) -> bool {
+        self.error(failure, Some(field.pos), &[]);
+        null(out, field)
+    }
 
-/// Above this many fields an object's keys are indexed by a hash map.
-const LINEAR_SEARCH_MAX: usize = 16;
-
-impl<'d> ResponseKeys<'d> {
-    fn group(fields: &[&'d Field]) -> ResponseKeys<'d> {
-        let mut keys = ResponseKeys {
-            entries: Vec::with_capacity(fields.len()),
-            index: (fields.len() > LINEAR_SEARCH_MAX).then(|| HashMap::with_capacity(fields.len())),
-        };
-        for field in fields {
-            let key = field.response_key().node.as_str();
-            match keys.position(key) {
-                Some(i) => keys.entries[i].2.push(&field.selection_set.node),
-                None => {
-                    if let Some(index) = &mut keys.index {
-                        index.insert(key, keys.entries.len());
-                    }
-                    keys.entries
-                        .push((key, field, vec![&field.selection_set.node]));
-                }
+    /// Write `object` (of `tape`) with `selection`. False when a non-null field is
+    /// null: the caller must null the object.
+    fn object(
+        &mut self,
+        out: &mut Vec<u8>,
+        selection: &'a Selection,
+        tape: &Arc<Tape>,
+        object: Value<'_>,
+    ) -> bool {
+        let id = crate::execute::object_id(tape, object);
+        out.push(b'{');
+        let mut cursor = 0u32;
+        let mut ok = true;
+        for (i, field) in selection.fields.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
             }
+            key(out, &field.key);
+            self.path.push(Step::Key(&field.key));
+            let field_ok = match field.source {
+                Source::Typename => {
+                    string(out, &selection.type_name);
+                    true
+                }
+                Source::Carried => {
+                    let value = object.get_from(&field.key, &mut cursor);
+                    self.value(out, value, tape, field, 0)
+                }
+                Source::Site(site) => match self.outcome.sites.get(&(site, id)) {
+                    Some(Ok(piece)) => self.entity_field(out, piece, field),
+                    Some(Err(failure)) => self.failed(out, field, failure),
+                    None => null(out, field),
+                },
+                Source::Root(_) | Source::Introspection => null(out, field),
+            };
+            self.path.pop();
+            ok &= field_ok;
         }
-        keys
+        out.push(b'}');
+        ok
     }
 
-    fn position(&self, key: &str) -> Option<usize> {
-        match &self.index {
-            Some(index) => index.get(key).copied(),
-            None => self.entries.iter().position(|(k, _, _)| *k == key),
-        }
+    /// `field`'s value in an entity piece, after the piece's errors that concern it.
+    fn entity_field(&mut self, out: &mut Vec<u8>, piece: &Piece, field: &'a OutField) -> bool {
+        self.field_errors(&piece.errors, &field.key);
+        let value = piece.value().and_then(|v| v.get(&field.key));
+        self.value(out, value, piece.tape(), field, 0)
     }
 
-    fn contains(&self, key: &str) -> bool {
-        self.position(key).is_some()
+    /// Write `value` at list level `level` of `field`'s type. False when it is null
+    /// (after propagation) where the type forbids it.
+    fn value(
+        &mut self,
+        out: &mut Vec<u8>,
+        value: Option<Value<'_>>,
+        tape: &Arc<Tape>,
+        field: &'a OutField,
+        level: usize,
+    ) -> bool {
+        let Some(value) = value.filter(|v| !v.is_null()) else {
+            return null_at(out, field, level);
+        };
+        let start = out.len();
+        if field.shape.is_list(level) {
+            if value.kind() != Kind::Array {
+                return self.mismatch(out, field, level, "a list");
+            }
+            out.push(b'[');
+            let mut ok = true;
+            for (i, item) in value.items().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                self.path.push(Step::Index(i));
+                ok &= self.value(out, Some(item), tape, field, level + 1);
+                self.path.pop();
+            }
+            out.push(b']');
+            if ok {
+                return true;
+            }
+        } else if let Some(children) = &field.children {
+            if value.kind() != Kind::Object {
+                return self.mismatch(out, field, level, "an object");
+            }
+            if self.object(out, children, tape, value) {
+                return true;
+            }
+        } else {
+            out.extend_from_slice(value.raw());
+            return true;
+        }
+        out.truncate(start);
+        null_at(out, field, level)
     }
+
+    fn mismatch(
+        &mut self,
+        out: &mut Vec<u8>,
+        field: &OutField,
+        level: usize,
+        expected: &str,
+    ) -> bool {
+        let message = format!(
+            "a subgraph returned something other than {expected} for {}",
+            field.key
+        );
+        self.error(&message, Some(field.pos), &[]);
+        null_at(out, field, level)
+    }
+
+    /// An introspection root field, from async-graphql's answer, its objects' keys in
+    /// query order.
+    fn introspection(&mut self, out: &mut Vec<u8>, key: &str) {
+        let (Some(response), Some(doc)) = (&self.outcome.introspection, &self.plan.introspection)
+        else {
+            out.extend_from_slice(b"null");
+            return;
+        };
+        let value = match &response.data {
+            ConstValue::Object(map) => map.get(key).unwrap_or(&ConstValue::Null),
+            _ => &ConstValue::Null,
+        };
+        let Some(view) = introspection_view(doc, &self.input.graphql_variables) else {
+            out.extend_from_slice(b"null");
+            return;
+        };
+        let sets: Vec<&SelectionSet> = view
+            .merged(None, &[&view.operation.selection_set.node])
+            .into_iter()
+            .find(|m| m.key == key)
+            .map(|m| m.sets)
+            .unwrap_or_default();
+        const_value(out, &view, value, &sets);
+    }
+}
+
+fn introspection_view<'d>(
+    doc: &'d ExecutableDocument,
+    variables: &'d async_graphql::Variables,
+) -> Option<DocumentView<'d>> {
+    match &doc.operations {
+        DocumentOperations::Single(op) => Some(DocumentView {
+            fragments: &doc.fragments,
+            variables,
+            operation: &op.node,
+        }),
+        DocumentOperations::Multiple(_) => None,
+    }
+}
+
+/// Write an async-graphql value, objects' keys in the order `sets` select them.
+fn const_value(
+    out: &mut Vec<u8>,
+    view: &DocumentView<'_>,
+    value: &ConstValue,
+    sets: &[&SelectionSet],
+) {
+    match value {
+        ConstValue::Object(map) if !sets.is_empty() => const_object(out, view, map, sets),
+        ConstValue::List(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                const_value(out, view, item, sets);
+            }
+            out.push(b']');
+        }
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
+    }
+}
+
+fn const_object(
+    out: &mut Vec<u8>,
+    view: &DocumentView<'_>,
+    map: &IndexMap<Name, ConstValue>,
+    sets: &[&SelectionSet],
+) {
+    let fields = view.merged(None, sets);
+    out.push(b'{');
+    let mut written = 0;
+    for m in &fields {
+        if let Some(value) = map.get(m.key) {
+            if written > 0 {
+                out.push(b',');
+            }
+            written += 1;
+            key(out, m.key);
+            const_value(out, view, value, &m.sets);
+        }
+    }
+    // Anything the document does not explain keeps async-graphql's order.
+    for (k, value) in map {
+        if !fields.iter().any(|m| m.key == k.as_str()) {
+            if written > 0 {
+                out.push(b',');
+            }
+            written += 1;
+            key(out, k);
+            let _ = serde_json::to_writer(&mut *out, value);
+        }
+    }
+    out.push(b'}');
+}
+
+/// `"key":` (response keys are GraphQL names: nothing to escape).
+fn key(out: &mut Vec<u8>, key: &str) {
+    string(out, key);
+    out.push(b':');
+}
+
+/// A GraphQL name as a JSON string.
+fn string(out: &mut Vec<u8>, name: &str) {
+    out.push(b'"');
+    out.extend_from_slice(name.as_bytes());
+    out.push(b'"');
+}
+
+fn null(out: &mut Vec<u8>, field: &OutField) -> bool {
+    null_at(out, field, 0)
+}
+
+fn null_at(out: &mut Vec<u8>, field: &OutField, level: usize) -> bool {
+    out.extend_from_slice(b"null");
+    field.shape.nullable(level)
 }

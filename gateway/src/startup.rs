@@ -8,15 +8,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context as _};
-use async_graphql::ValidationMode;
 
 use crate::caching::{CacheSettings, ResolverCache};
 use crate::documents::DocumentCache;
-use crate::execute::{build_schema, DocumentLimits};
-use crate::http::{App, RequestLimits};
+use crate::execute::Executor;
 use crate::metrics::Metrics;
+use crate::pipeline::App;
+use crate::request::RequestLimits;
 use crate::supergraph::{Subgraph, Supergraph};
-use crate::upstream::{Fetch, SubgraphClients};
+use crate::upstream::Upstream;
+use crate::validation::{DocumentLimits, Validator};
 
 /// How long and how often to retry reading a subgraph's SDL.
 #[derive(Debug, Clone)]
@@ -32,6 +33,8 @@ pub struct GatewayConfig {
     pub subgraphs: Vec<Subgraph>,
     pub startup: Backoff,
     pub upstream_timeout: Duration,
+    /// Largest subgraph response body read, in bytes.
+    pub max_upstream_body_bytes: usize,
     pub requests: RequestLimits,
     pub documents: DocumentLimits,
     /// Serve `GET /debug/profile` for flamegraphs.
@@ -98,12 +101,12 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
     let metrics = Arc::new(Metrics::new(
         config.subgraphs.iter().map(|s| s.name.clone()),
     ));
-    let clients = SubgraphClients::new(
-        config.subgraphs.clone(),
+    let upstream = Arc::new(Upstream::new(
+        &config.subgraphs,
         config.upstream_timeout,
+        config.max_upstream_body_bytes,
         metrics.clone(),
-    )?;
-    let fetch: Arc<dyn Fetch> = Arc::new(clients);
+    )?);
     let cache = match config.cache.clone() {
         Some(settings) => Some(Arc::new(
             ResolverCache::new(settings).map_err(|e| anyhow::anyhow!(e))?,
@@ -125,26 +128,18 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
             out.push_str(&documents.prometheus());
         }
     });
-    let schema = build_schema(
-        supergraph.clone(),
-        fetch.clone(),
-        cache.clone(),
-        &config.documents,
-        ValidationMode::Strict,
-    )
-    .context("building the public schema")?;
-    let trusted_schema = build_schema(
-        supergraph.clone(),
-        fetch,
+    let validator = Arc::new(
+        Validator::new(&supergraph, &config.documents).context("building the public schema")?,
+    );
+    let executor = Executor {
+        upstream,
         cache,
-        &config.documents,
-        ValidationMode::Fast,
-    )
-    .context("building the public schema")?;
+        validator: validator.clone(),
+    };
     Ok(Arc::new(App {
-        schema,
-        trusted_schema,
         supergraph,
+        validator,
+        executor,
         metrics,
         limits: config.requests.clone(),
         profiling: config.profiling,

@@ -1,57 +1,51 @@
-//! The one seam through which every subgraph request passes.
+//! Upstream: one lean HTTP/1.1 client per subgraph.
 //!
-//! Resolvers describe what they need as a [`FetchRequest`] (which subgraph, a root
-//! field or an `_entities` batch, the query text, the caller's `authorization`) and
-//! hand it to a [`Fetch`]. [`SubgraphClients`] is the real thing: one keep-alive
-//! connection pool per subgraph, a reset keep-alive connection retried once for
-//! queries, and the upstream counters for `/metrics`. A cache layer implements
-//! [`Fetch`] by wrapping another [`Fetch`], so caching slots in here without touching
-//! planning or execution.
+//! Each subgraph's URL is parsed once, and its constant headers (`host`,
+//! `content-type`) are built once. Connections are kept alive in a pool per subgraph
+//! (last in, first out, so the warmest connection goes first). A connection is
+//! hyper's sender plus its I/O future; instead of spawning that future as a task per
+//! connection, [`drive`] polls it inside the request's own task while an exchange is
+//! in flight, so an exchange costs no cross-task hand-off. While a connection sits in
+//! the pool nobody polls it; the next user first asks it whether it is still ready,
+//! which reads a close the subgraph sent meanwhile.
+//!
+//! A query that meets a keep-alive connection the subgraph closed under it is sent
+//! once more on a new connection; a mutation never is (it may have run). Each
+//! exchange, connect included, is bounded by the upstream timeout, and each response
+//! body by a size limit. The body is parsed into a [`Tape`] and split into `data`
+//! and `errors`; anything that is not a GraphQL response is a [`FetchError`].
 
+use std::future::{poll_fn, Future};
+use std::net::SocketAddr;
+use std::pin::{pin, Pin};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
-use async_graphql_value::ConstValue;
-use futures::future::BoxFuture;
-use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, HOST};
+use hyper::{Method, Request, Uri};
+use hyper_util::rt::TokioIo;
+use parking_lot::Mutex;
 use serde::Deserialize;
+use tokio::net::TcpStream;
 
+use crate::json::Tape;
 use crate::metrics::Metrics;
 use crate::supergraph::{Subgraph, SubgraphId};
 
-/// What a resolver asks of a subgraph.
-#[derive(Debug)]
-pub struct FetchRequest<'a> {
-    pub subgraph: SubgraphId,
-    pub kind: FetchKind<'a>,
-    /// The GraphQL document sent to the subgraph.
-    pub query: String,
-    /// Variables sent with it (the representations, for `_entities`).
-    pub variables: Option<serde_json::Value>,
-    /// The client's `authorization` header, forwarded as is.
-    pub authorization: Option<&'a HeaderValue>,
-}
+/// Most idle connections a pool keeps per subgraph.
+const MAX_IDLE: usize = 512;
 
-#[derive(Debug, Clone, Copy)]
-pub enum FetchKind<'a> {
-    /// A root field: `namespace` is `Query.me`, `Mutation.updateUser`, …
-    Root { namespace: &'a str, mutation: bool },
-    /// An `_entities` batch for objects of `type_name`.
-    Entities { type_name: &'a str },
-}
-
-impl FetchKind<'_> {
-    pub fn is_mutation(&self) -> bool {
-        matches!(self, FetchKind::Root { mutation: true, .. })
-    }
-}
-
-/// A subgraph's GraphQL response.
-#[derive(Debug, Default, Deserialize)]
+/// A subgraph's GraphQL response: the tape of its body, where `data` is in it, and
+/// its errors.
+#[derive(Debug, Clone)]
 pub struct UpstreamResponse {
-    #[serde(default)]
-    pub data: Option<ConstValue>,
-    #[serde(default)]
+    pub tape: Arc<Tape>,
+    /// The tape index of `data`, when present and not null.
+    pub data: Option<u32>,
     pub errors: Vec<UpstreamError>,
 }
 
@@ -80,147 +74,342 @@ pub enum FetchError {
     Status { subgraph: String, status: u16 },
     #[error("subgraph {subgraph} sent a response that is not GraphQL JSON: {detail}")]
     Malformed { subgraph: String, detail: String },
+    #[error("subgraph {subgraph} answered more than {limit} bytes")]
+    TooLarge { subgraph: String, limit: usize },
 }
 
-/// Anything that can answer a [`FetchRequest`]: the subgraph clients, or a cache around them.
-pub trait Fetch: Send + Sync + 'static {
-    fn fetch<'a>(
-        &'a self,
-        request: FetchRequest<'a>,
-    ) -> BoxFuture<'a, Result<Arc<UpstreamResponse>, FetchError>>;
+/// One request to a subgraph.
+pub struct SubgraphRequest<'a> {
+    pub subgraph: SubgraphId,
+    /// The JSON body: `{"query": …, "variables": …}`.
+    pub body: Bytes,
+    /// The client's `authorization` header, forwarded as is.
+    pub authorization: Option<&'a HeaderValue>,
+    /// Never retried (it may have run).
+    pub mutation: bool,
 }
 
-/// HTTP clients for every subgraph.
-pub struct SubgraphClients {
-    subgraphs: Vec<Subgraph>,
-    http: reqwest::Client,
+type Driver = Pin<Box<http1::Connection<TokioIo<TcpStream>, Full<Bytes>>>>;
+
+/// A keep-alive connection: hyper's sender and the future that does its I/O.
+struct Connection {
+    sender: SendRequest<Full<Bytes>>,
+    /// `None` once the connection has closed.
+    driver: Option<Driver>,
+}
+
+/// Await `work` while polling the connection's I/O in the same task. When the
+/// connection future ends (the peer closed, or it failed) it is dropped, and `work`
+/// sees the closed channel as an error.
+async fn drive<F: Future>(driver: &mut Option<Driver>, work: F) -> F::Output {
+    let mut work = pin!(work);
+    poll_fn(|cx| {
+        // Two passes: the first lets the connection deliver what it read and lets
+        // `work` queue a request; the second writes that request at once.
+        for _ in 0..2 {
+            if let Some(d) = driver.as_mut() {
+                if d.as_mut().poll(cx).is_ready() {
+                    *driver = None;
+                }
+            }
+            if let Poll::Ready(out) = work.as_mut().poll(cx) {
+                return Poll::Ready(out);
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// One subgraph: where it is, and its idle connections.
+struct Endpoint {
+    name: String,
+    /// `host:port`, resolved at each connect (the pool makes connects rare).
+    authority: String,
+    path: Uri,
+    host: HeaderValue,
+    idle: Mutex<Vec<Connection>>,
+}
+
+/// The HTTP clients of every subgraph.
+pub struct Upstream {
+    endpoints: Vec<Endpoint>,
     timeout: Duration,
+    max_body_bytes: usize,
     metrics: Arc<Metrics>,
 }
 
-impl SubgraphClients {
+/// How an exchange failed, and whether sending it again may help.
+struct Failure {
+    error: FetchError,
+    retryable: bool,
+}
+
+impl Upstream {
+    /// Clients for `subgraphs` (their URLs must be `http://host[:port]/path`).
     pub fn new(
-        subgraphs: Vec<Subgraph>,
+        subgraphs: &[Subgraph],
         timeout: Duration,
+        max_body_bytes: usize,
         metrics: Arc<Metrics>,
-    ) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder()
-            .pool_max_idle_per_host(1024)
-            .pool_idle_timeout(Duration::from_secs(60))
-            .tcp_nodelay(true)
-            .timeout(timeout)
-            .build()?;
-        Ok(SubgraphClients {
-            subgraphs,
-            http,
+    ) -> anyhow::Result<Upstream> {
+        let endpoints = subgraphs
+            .iter()
+            .map(|sg| {
+                let uri: Uri = sg
+                    .url
+                    .parse()
+                    .map_err(|e| anyhow::anyhow!("subgraph {} URL {:?}: {e}", sg.name, sg.url))?;
+                if uri.scheme_str() != Some("http") {
+                    anyhow::bail!(
+                        "subgraph {} URL {:?}: only http:// is supported",
+                        sg.name,
+                        sg.url
+                    );
+                }
+                let authority = uri.authority().ok_or_else(|| {
+                    anyhow::anyhow!("subgraph {} URL {:?} has no host", sg.name, sg.url)
+                })?;
+                let host = HeaderValue::from_str(authority.as_str())?;
+                let port = authority.port_u16().unwrap_or(80);
+                let path: Uri = uri.path_and_query().map_or("/", |p| p.as_str()).parse()?;
+                Ok(Endpoint {
+                    name: sg.name.clone(),
+                    authority: format!("{}:{port}", authority.host()),
+                    path,
+                    host,
+                    idle: Mutex::new(Vec::new()),
+                })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(Upstream {
+            endpoints,
             timeout,
+            max_body_bytes,
             metrics,
         })
     }
 
-    async fn send_once(
-        &self,
-        request: &FetchRequest<'_>,
-        body: &bytes::Bytes,
-    ) -> Result<UpstreamResponse, (FetchError, bool)> {
-        let subgraph = &self.subgraphs[request.subgraph];
-        self.metrics.upstream_request(request.subgraph);
-        let mut builder = self
-            .http
-            .post(&subgraph.url)
-            .header(CONTENT_TYPE, "application/json")
-            .body(body.clone());
-        if let Some(auth) = request.authorization {
-            builder = builder.header(AUTHORIZATION, auth.clone());
-        }
-        let name = || subgraph.name.clone();
-        // Only a request that may have met a dead keep-alive connection is worth a
-        // second try: not a timeout, and not a refused connect (the subgraph is down).
-        let response = match builder.send().await {
-            Ok(r) => r,
-            Err(e) => {
-                let retryable = !e.is_timeout() && !e.is_connect();
-                return Err((self.transport_error(&subgraph.name, &e), retryable));
-            }
-        };
-        let status = response.status();
-        let bytes = match response.bytes().await {
-            Ok(b) => b,
-            Err(e) => return Err((self.transport_error(&subgraph.name, &e), !e.is_timeout())),
-        };
-        match serde_json::from_slice::<UpstreamResponse>(&bytes) {
-            Ok(parsed) if parsed.data.is_some() || !parsed.errors.is_empty() => Ok(parsed),
-            Ok(_) | Err(_) if !status.is_success() => Err((
-                FetchError::Status {
-                    subgraph: name(),
-                    status: status.as_u16(),
-                },
-                false,
-            )),
-            Ok(_) => Err((
-                FetchError::Malformed {
-                    subgraph: name(),
-                    detail: "neither data nor errors".into(),
-                },
-                false,
-            )),
-            Err(e) => Err((
-                FetchError::Malformed {
-                    subgraph: name(),
-                    detail: e.to_string(),
-                },
-                false,
-            )),
-        }
+    /// The subgraph's name.
+    pub fn name(&self, subgraph: SubgraphId) -> &str {
+        &self.endpoints[subgraph].name
     }
 
-    fn transport_error(&self, subgraph: &str, e: &reqwest::Error) -> FetchError {
-        if e.is_timeout() {
-            return FetchError::Timeout {
-                subgraph: subgraph.to_string(),
-                timeout: self.timeout,
+    /// Send `request` and read its GraphQL response.
+    pub async fn send(&self, request: SubgraphRequest<'_>) -> Result<UpstreamResponse, FetchError> {
+        let endpoint = &self.endpoints[request.subgraph];
+        let retries = if request.mutation { 0 } else { 1 };
+        let mut attempt = 0;
+        loop {
+            self.metrics.upstream_request(request.subgraph);
+            let exchange = self.exchange(endpoint, &request);
+            let outcome = match tokio::time::timeout(self.timeout, exchange).await {
+                Ok(outcome) => outcome,
+                Err(_) => Err(Failure {
+                    error: FetchError::Timeout {
+                        subgraph: endpoint.name.clone(),
+                        timeout: self.timeout,
+                    },
+                    retryable: false,
+                }),
             };
-        }
-        let mut detail = e.to_string();
-        let mut source = std::error::Error::source(e);
-        while let Some(s) = source {
-            detail = format!("{detail}: {s}");
-            source = s.source();
-        }
-        FetchError::Unavailable {
-            subgraph: subgraph.to_string(),
-            detail,
-        }
-    }
-}
-
-impl Fetch for SubgraphClients {
-    fn fetch<'a>(
-        &'a self,
-        request: FetchRequest<'a>,
-    ) -> BoxFuture<'a, Result<Arc<UpstreamResponse>, FetchError>> {
-        Box::pin(async move {
-            let body = match &request.variables {
-                Some(vars) => serde_json::json!({ "query": request.query, "variables": vars }),
-                None => serde_json::json!({ "query": request.query }),
-            };
-            let body = bytes::Bytes::from(serde_json::to_vec(&body).unwrap_or_default());
-            // A keep-alive connection the subgraph closed under us fails the first
-            // attempt; a query is safe to send once more, a mutation is not.
-            let retries_left = if request.kind.is_mutation() { 0 } else { 1 };
-            let mut attempt = 0;
-            loop {
-                match self.send_once(&request, &body).await {
-                    Ok(response) => return Ok(Arc::new(response)),
-                    Err((error, retryable)) => {
+            match outcome {
+                Ok((status, body)) => {
+                    return parse_response(&endpoint.name, status, body).inspect_err(|_| {
                         self.metrics.upstream_error(request.subgraph);
-                        if !retryable || attempt == retries_left {
-                            return Err(error);
+                    })
+                }
+                Err(failure) => {
+                    self.metrics.upstream_error(request.subgraph);
+                    if !failure.retryable || attempt == retries {
+                        return Err(failure.error);
+                    }
+                    attempt += 1;
+                }
+            }
+        }
+    }
+
+    /// One exchange on a pooled or new connection: the status and the whole body.
+    async fn exchange(
+        &self,
+        endpoint: &Endpoint,
+        request: &SubgraphRequest<'_>,
+    ) -> Result<(u16, Bytes), Failure> {
+        let mut connection = self.checkout(endpoint).await?;
+        let mut http = Request::builder()
+            .method(Method::POST)
+            .uri(endpoint.path.clone())
+            .header(HOST, endpoint.host.clone())
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(auth) = request.authorization {
+            http = http.header(AUTHORIZATION, auth.clone());
+        }
+        let http = http
+            .body(Full::new(request.body.clone()))
+            .map_err(|e| unavailable(endpoint, e.to_string(), false))?;
+        let limit = self.max_body_bytes;
+        let Connection { sender, driver } = &mut connection;
+        let work = async {
+            let response = sender.send_request(http).await?;
+            let status = response.status().as_u16();
+            let mut body = response.into_body();
+            let mut first: Option<Bytes> = None;
+            let mut rest: Vec<u8> = Vec::new();
+            let mut size = 0usize;
+            while let Some(frame) = body.frame().await {
+                if let Ok(data) = frame?.into_data() {
+                    size += data.len();
+                    if size > limit {
+                        return Ok(Err(size));
+                    }
+                    match &first {
+                        None => first = Some(data),
+                        Some(f) => {
+                            if rest.is_empty() {
+                                rest.extend_from_slice(f);
+                            }
+                            rest.extend_from_slice(&data);
                         }
-                        attempt += 1;
                     }
                 }
             }
+            let bytes = if rest.is_empty() {
+                first.unwrap_or_default()
+            } else {
+                Bytes::from(rest)
+            };
+            Ok::<_, hyper::Error>(Ok((status, bytes)))
+        };
+        match drive(driver, work).await {
+            Ok(Ok(answer)) => {
+                self.checkin(endpoint, connection);
+                Ok(answer)
+            }
+            Ok(Err(_)) => Err(Failure {
+                error: FetchError::TooLarge {
+                    subgraph: endpoint.name.clone(),
+                    limit,
+                },
+                retryable: false,
+            }),
+            // The request may have met a connection the subgraph had just closed.
+            Err(e) => Err(unavailable(endpoint, error_chain(&e), true)),
+        }
+    }
+
+    /// An idle connection that is still open, or a new one.
+    async fn checkout(&self, endpoint: &Endpoint) -> Result<Connection, Failure> {
+        loop {
+            let Some(mut connection) = endpoint.idle.lock().pop() else {
+                break;
+            };
+            let Connection { sender, driver } = &mut connection;
+            if driver.is_some() && drive(driver, sender.ready()).await.is_ok() {
+                return Ok(connection);
+            }
+        }
+        let stream = TcpStream::connect(endpoint.authority.as_str())
+            .await
+            .map_err(|e| {
+                unavailable(
+                    endpoint,
+                    format!("connect {}: {e}", endpoint.authority),
+                    false,
+                )
+            })?;
+        let _ = stream.set_nodelay(true);
+        let (sender, driver) = http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| unavailable(endpoint, error_chain(&e), false))?;
+        Ok(Connection {
+            sender,
+            driver: Some(Box::pin(driver)),
         })
     }
+
+    fn checkin(&self, endpoint: &Endpoint, connection: Connection) {
+        if connection.driver.is_none() {
+            return;
+        }
+        let mut idle = endpoint.idle.lock();
+        if idle.len() < MAX_IDLE {
+            idle.push(connection);
+        }
+    }
+
+    /// The subgraphs' addresses, for start-up messages and tests.
+    pub fn addresses(&self) -> Vec<(String, Option<SocketAddr>)> {
+        self.endpoints
+            .iter()
+            .map(|e| (e.name.clone(), e.authority.parse().ok()))
+            .collect()
+    }
+}
+
+fn unavailable(endpoint: &Endpoint, detail: String, retryable: bool) -> Failure {
+    Failure {
+        error: FetchError::Unavailable {
+            subgraph: endpoint.name.clone(),
+            detail,
+        },
+        retryable,
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut detail = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        detail = format!("{detail}: {s}");
+        source = s.source();
+    }
+    detail
+}
+
+/// A subgraph's answer as a GraphQL response: `data` or `errors` must be there.
+fn parse_response(
+    subgraph: &str,
+    status: u16,
+    body: Bytes,
+) -> Result<UpstreamResponse, FetchError> {
+    let success = (200..300).contains(&status);
+    let malformed = |detail: String| {
+        if success {
+            FetchError::Malformed {
+                subgraph: subgraph.to_string(),
+                detail,
+            }
+        } else {
+            FetchError::Status {
+                subgraph: subgraph.to_string(),
+                status,
+            }
+        }
+    };
+    let tape = Tape::parse(body).map_err(|e| malformed(e.to_string()))?;
+    let root = tape.root();
+    if root.kind() != crate::json::Kind::Object {
+        return Err(malformed("the body is not a JSON object".into()));
+    }
+    let mut data = None;
+    let mut saw_data = false;
+    let mut errors = Vec::new();
+    for member in root.members() {
+        if member.key_is("data") {
+            saw_data = !member.is_null();
+            data = (!member.is_null()).then(|| member.index());
+        } else if member.key_is("errors") && !member.is_null() {
+            errors = serde_json::from_slice::<Vec<UpstreamError>>(member.raw())
+                .map_err(|e| malformed(format!("errors: {e}")))?;
+        }
+    }
+    if !saw_data && errors.is_empty() {
+        return Err(malformed("neither data nor errors".into()));
+    }
+    Ok(UpstreamResponse {
+        tape: Arc::new(tape),
+        data,
+        errors,
+    })
 }

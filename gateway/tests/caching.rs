@@ -198,7 +198,9 @@ async fn errors_are_never_cached_and_a_subgraph_that_returns_is_seen_at_once() {
 
 #[tokio::test]
 async fn stale_entries_are_served_at_once_while_one_refresh_runs() {
-    let lab = Lab::start_with(|c| {
+    // posts answers after 100 ms, so the refresh is still running while the five
+    // reads below arrive.
+    let lab = Lab::start_delayed(Duration::from_millis(100), |c| {
         let mut settings = cache(0.2).unwrap();
         settings.stale = Duration::from_secs(10);
         c.cache = Some(settings);

@@ -175,7 +175,7 @@ async fn a_reset_keep_alive_connection_is_retried_once_for_queries() {
         url: format!("http://{addr}/graphql"),
     }]);
     let app = gateway::startup::build_app(&cfg).await.unwrap();
-    let gateway = Server::start(gateway::http::router(app)).await;
+    let gateway = Server::start(gateway::server::router(app)).await;
     let http = reqwest::Client::new();
     for _ in 0..3 {
         let r = http

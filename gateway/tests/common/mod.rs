@@ -6,10 +6,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::Router;
-use gateway::execute::DocumentLimits;
-use gateway::http::RequestLimits;
+use gateway::request::RequestLimits;
 use gateway::startup::{Backoff, GatewayConfig};
 use gateway::supergraph::Subgraph;
+use gateway::validation::DocumentLimits;
 use serde_json::Value;
 
 /// An HTTP server on a free port; dropping it closes the listener and every connection.
@@ -26,7 +26,7 @@ impl Server {
     pub async fn start_on(addr: SocketAddr, router: Router) -> Server {
         let listener = tokio::net::TcpListener::bind(addr).await.expect("bind");
         let addr = listener.local_addr().unwrap();
-        let task = tokio::spawn(gateway::http::serve(
+        let task = tokio::spawn(gateway::server::serve(
             listener,
             router,
             Duration::from_millis(500),
@@ -95,6 +95,7 @@ pub fn config(subgraphs: Vec<Subgraph>) -> GatewayConfig {
             max: Duration::from_millis(200),
         },
         upstream_timeout: Duration::from_secs(5),
+        max_upstream_body_bytes: 64 << 20,
         requests: RequestLimits {
             max_body_bytes: 1 << 20,
             max_text_nesting: 80,
@@ -151,7 +152,7 @@ impl Lab {
         let app = gateway::startup::build_app(&cfg)
             .await
             .expect("gateway starts");
-        let gateway = Server::start(gateway::http::router(app)).await;
+        let gateway = Server::start(gateway::server::router(app)).await;
         Lab {
             user,
             post,

@@ -1,0 +1,393 @@
+//! Resolver caching: every resolver that fetches from a subgraph, wrapped in cache-core.
+//!
+//! This is mercurius-cache's `all: true` in Rust. Two kinds of resolver call fetch:
+//!
+//! - a **root field** (`Query.me`, `Query.topPosts(count: 2)`): one entry per call,
+//!   keyed by the namespace `Type.field`, the arguments and the sub-selection sent;
+//! - an **entity field** (`User.topPosts` on `u1`): one entry per parent, keyed by the
+//!   namespace, the parent's representation (its key fields) and the selection. The
+//!   batcher still sends all of a level's misses in one `_entities` call; a parent
+//!   whose entry is stored, or whose fetch another request already has in flight,
+//!   never joins it.
+//!
+//! Concurrent identical calls share one fetch through cache-core's dedupe table, across
+//! client requests; with `--ttl 0` that is all the cache does (the talk's "0 s TTL").
+//!
+//! **Invalidation needs no configuration.** Every subgraph object of an entity type is
+//! fetched with its `__typename` and key fields, so each entry carries references such
+//! as `User:u1` and `Post:p1`. A mutation's result names the entities it touched; they
+//! are invalidated before the mutation's response is sent, so the next read is fresh.
+//! Policies can add references and invalidations that keys cannot see.
+//!
+//! **Per-user safety.** By default a request carrying `authorization` skips the cache
+//! (counted as a skip). A policy may instead put headers into the key
+//! (`key.headers = ["authorization"]`), mercurius-cache's `extendKey`.
+//!
+//! **Errors are never stored**: a failed fetch is not stored, and a response that
+//! carries GraphQL errors is shared only with the callers that were waiting for it.
+//!
+//! **Where entries live**: [`tiers`]. **What is configured**: [`settings`].
+//!
+//! The executor ([`crate::execute`]) asks this layer for a [`Call`] per fetch (the
+//! key, or a bypass), then hands a batch of calls and one fetch closure to
+//! [`ResolverCache::fetch`], which runs cache-core's `get_or_fetch_many`: hits come
+//! back at once, calls in flight elsewhere are joined, and the closure is asked once
+//! for all the misses (one subgraph request).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use cache_core::{BatchCall, CacheError, CacheKey, Fetched, KeyParts, Namespace, Policy};
+
+mod references;
+mod settings;
+mod tiers;
+
+pub use settings::{CacheSettings, FieldPolicy, KeyPolicy, PolicyFile, RedisSettings, StorageKind};
+
+use crate::execute::RequestInput;
+use crate::piece::Piece;
+use crate::plan::{EntitySite, Plan, RootFetch};
+use crate::upstream::FetchError;
+use tiers::Tier;
+
+/// One namespace's cache handle and rule.
+#[derive(Clone)]
+struct Slot {
+    /// Which of the [`Tier`]s holds this namespace's entries.
+    tier: usize,
+    namespace: Namespace<Piece>,
+    rule: Arc<FieldPolicy>,
+    /// Whether the key includes the caller's `authorization` (then calls carrying it
+    /// are cached per caller instead of skipped).
+    keyed_by_caller: bool,
+}
+
+/// One fetch as the cache sees it: where it is counted and stored, and its key
+/// (`None`: it bypasses the cache).
+pub struct Call {
+    slot: Slot,
+    key: Option<CacheKey>,
+}
+
+/// The gateway's resolver cache.
+pub struct ResolverCache {
+    /// `tiers[0]` is `--storage`'s.
+    tiers: Vec<Tier>,
+    settings: CacheSettings,
+    slots: RwLock<HashMap<Arc<str>, Slot>>,
+}
+
+impl ResolverCache {
+    /// Must be called inside a tokio runtime. Fails when a storage in use needs
+    /// Redis and `settings.redis` is absent or its URL malformed; a Redis that is
+    /// down is not an error (the cache then fetches, and counts storage errors).
+    pub fn new(settings: CacheSettings) -> Result<ResolverCache, String> {
+        let mut kinds = vec![settings.storage];
+        for rule in settings.policies.policy.values() {
+            if let Some(kind) = rule.storage.as_deref().map(StorageKind::parse) {
+                let kind = kind?;
+                if !kinds.contains(&kind) {
+                    kinds.push(kind);
+                }
+            }
+        }
+        if kinds.contains(&StorageKind::Redis) && kinds.contains(&StorageKind::Layered) {
+            return Err(
+                "--storage and --policy: redis and layered cannot be mixed in one gateway (they would share Redis's keys); use one of them"
+                    .into(),
+            );
+        }
+        let tiers = kinds
+            .into_iter()
+            .map(|kind| Tier::build(kind, &settings))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ResolverCache {
+            tiers,
+            settings,
+            slots: RwLock::new(HashMap::new()),
+        })
+    }
+
+    /// Prometheus text: the per-namespace counters (`gateway_cache_*_total`), and
+    /// with Redis in use its commands and round trips and the layered store's hits.
+    pub fn prometheus(&self) -> String {
+        tiers::prometheus(&self.tiers)
+    }
+
+    /// Where `--storage`'s entries live.
+    pub fn storage(&self) -> StorageKind {
+        self.tiers[0].kind
+    }
+
+    fn slot(&self, name: &str) -> Slot {
+        if let Some(slot) = self
+            .slots
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+        {
+            return slot.clone();
+        }
+        let rule = Arc::new(
+            self.settings
+                .policies
+                .policy
+                .get(name)
+                .cloned()
+                .unwrap_or_default(),
+        );
+        let policy = Policy::new()
+            .ttl(rule.ttl.map_or(self.settings.ttl, Duration::from_secs_f64))
+            .stale(
+                rule.stale
+                    .map_or(self.settings.stale, Duration::from_secs_f64),
+            );
+        let kind = rule
+            .storage
+            .as_deref()
+            .and_then(|s| StorageKind::parse(s).ok());
+        let tier = kind
+            .and_then(|k| self.tiers.iter().position(|t| t.kind == k))
+            .unwrap_or(0);
+        let keyed_by_caller = rule
+            .key
+            .headers
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case("authorization"));
+        let slot = Slot {
+            tier,
+            namespace: self.tiers[tier].cache.namespace_with(name, policy),
+            rule,
+            keyed_by_caller,
+        };
+        let mut slots = self.slots.write().unwrap_or_else(|p| p.into_inner());
+        slots.entry(Arc::from(name)).or_insert(slot).clone()
+    }
+
+    /// Whether a call of `slot` by this request must bypass the cache: the policy
+    /// skips the field, or the caller sent credentials the key does not include.
+    fn bypassed(slot: &Slot, input: &RequestInput) -> bool {
+        slot.rule.skip || (input.authorization.is_some() && !slot.keyed_by_caller)
+    }
+
+    /// The call for root field `root` of `plan`: keyed by its namespace, its
+    /// arguments (those the policy picks) and its sub-selection, with the values of
+    /// the variables it uses and of the headers the policy names.
+    pub fn root_call(&self, plan: &Plan, root: &RootFetch, input: &RequestInput) -> Call {
+        let slot = self.slot(&root.namespace);
+        if Self::bypassed(&slot, input) {
+            return Call { slot, key: None };
+        }
+        let constant = root.variables.is_empty() && slot.rule.key.headers.is_empty();
+        if constant {
+            if let Some(&key) = root.constant_key.get() {
+                return Call {
+                    slot,
+                    key: Some(CacheKey::from_u128(key)),
+                };
+            }
+        }
+        let args: serde_json::Map<String, serde_json::Value> = root
+            .args
+            .iter()
+            .filter(|(name, _)| {
+                slot.rule
+                    .key
+                    .args
+                    .as_ref()
+                    .is_none_or(|only| only.iter().any(|a| a == name.as_str()))
+            })
+            .map(|(name, value)| (name.to_string(), input.resolve(value)))
+            .collect();
+        let selection = self.selection_part(&slot, plan, &root.selection, &root.variables, input);
+        let key = slot
+            .namespace
+            .key(&KeyParts::new().args(&args).selection(&selection.as_ref()));
+        if constant {
+            let _ = root.constant_key.set(key.as_u128());
+        }
+        Call {
+            slot,
+            key: Some(key),
+        }
+    }
+
+    /// The call for an entity of `site` whose representation (its `__typename` and
+    /// key fields, as JSON) is `representation`.
+    pub fn entity_call(
+        &self,
+        plan: &Plan,
+        site: &EntitySite,
+        representation: &str,
+        input: &RequestInput,
+    ) -> Call {
+        let slot = self.slot(&site.namespace);
+        if Self::bypassed(&slot, input) {
+            return Call { slot, key: None };
+        }
+        let selection = self.selection_part(&slot, plan, &site.selection, &site.variables, input);
+        let key = slot.namespace.key(
+            &KeyParts::new()
+                .parent(&representation)
+                .selection(&selection.as_ref()),
+        );
+        Call {
+            slot,
+            key: Some(key),
+        }
+    }
+
+    /// The selection text, followed by the values of the variables it uses and of
+    /// the headers the policy keys by (mercurius-cache's `extendKey`).
+    fn selection_part<'s>(
+        &self,
+        slot: &Slot,
+        plan: &Plan,
+        selection: &'s str,
+        variables: &[usize],
+        input: &RequestInput,
+    ) -> std::borrow::Cow<'s, str> {
+        if variables.is_empty() && slot.rule.key.headers.is_empty() {
+            return selection.into();
+        }
+        let mut text = selection.to_string();
+        for &v in variables {
+            text.push('\u{0}');
+            let value = input.variable(&plan.variables[v].name);
+            text.push_str(&value.map_or_else(|| "?".into(), |v| v.to_string()));
+        }
+        for header in &slot.rule.key.headers {
+            text.push('\u{0}');
+            text.push_str(
+                input
+                    .headers
+                    .get(header.as_str())
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or(""),
+            );
+        }
+        text.into()
+    }
+
+    /// Resolve `calls` together: hits at once, calls in flight elsewhere joined, and
+    /// one run of `fetch` (given the indices of the calls it must answer) for every
+    /// miss and bypass. A piece with errors is handed to whoever waited for it but
+    /// never stored.
+    pub async fn fetch<F, Fut>(&self, calls: &[Call], fetch: F) -> Vec<Result<Piece, FetchError>>
+    where
+        F: Fn(Vec<usize>) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Vec<Result<Piece, FetchError>>> + Send + 'static,
+    {
+        let mut results: Vec<Option<Result<Piece, FetchError>>> =
+            calls.iter().map(|_| None).collect();
+        let tiers: Vec<usize> = {
+            let mut t: Vec<usize> = calls.iter().map(|c| c.slot.tier).collect();
+            t.sort_unstable();
+            t.dedup();
+            t
+        };
+        for tier in tiers {
+            // The calls of this tier, by their index in `calls`.
+            let mine: Arc<[usize]> = (0..calls.len())
+                .filter(|&i| calls[i].slot.tier == tier)
+                .collect();
+            let batch: Vec<BatchCall<'_, Piece>> = mine
+                .iter()
+                .map(|&i| match calls[i].key {
+                    Some(key) => BatchCall::Cached {
+                        key,
+                        namespace: &calls[i].slot.namespace,
+                    },
+                    None => BatchCall::Bypass {
+                        namespace: &calls[i].slot.namespace,
+                    },
+                })
+                .collect();
+            let extra: Arc<[Arc<FieldPolicy>]> =
+                mine.iter().map(|&i| calls[i].slot.rule.clone()).collect();
+            let (fetch, map) = (fetch.clone(), mine.clone());
+            let fetch_tier = move |local: Vec<usize>| {
+                let (fetch, map, extra) = (fetch.clone(), map.clone(), extra.clone());
+                async move {
+                    let global: Vec<usize> = local.iter().map(|&l| map[l]).collect();
+                    let pieces = fetch(global).await;
+                    local
+                        .iter()
+                        .zip(pieces)
+                        .map(|(&l, piece)| piece.map(|p| keep(p, &extra[l].references)))
+                        .collect::<Vec<_>>()
+                }
+            };
+            let answers = self.tiers[tier]
+                .cache
+                .get_or_fetch_many(&batch, fetch_tier)
+                .await;
+            for (&i, answer) in mine.iter().zip(answers) {
+                results[i] = Some(answer.map_err(unwrap_error));
+            }
+        }
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(unwrap_error(CacheError::Aborted))))
+            .collect()
+    }
+
+    /// After a mutation in `namespace` answered `piece`: drop every entry that refers
+    /// to an entity in the result, plus the policy's own invalidations. Nothing with
+    /// `--invalidation off`.
+    pub async fn after_mutation(&self, namespace: &str, piece: &Piece) {
+        if !self.settings.invalidation {
+            return;
+        }
+        let mut patterns = self.slot(namespace).rule.invalidate.clone();
+        if let Some(value) = piece.value() {
+            references::collect(value, &mut patterns);
+        }
+        if patterns.is_empty() {
+            return;
+        }
+        // Every tier: an entity may be cached in any of them. A failure (Redis down)
+        // is logged and counted by the store; the memory tiers are dropped anyway.
+        for tier in &self.tiers {
+            if let Err(e) = tier.cache.invalidate(patterns.clone()).await {
+                tracing::warn!("cache invalidation after {namespace} failed: {e}");
+            }
+        }
+    }
+}
+
+/// A fetched piece as cache-core keeps it: with its references (the entities in it,
+/// plus the policy's), and never stored when it carries errors.
+fn keep(piece: Piece, extra: &[String]) -> Fetched<Piece> {
+    let mut refs = extra.to_vec();
+    if let Some(value) = piece.value() {
+        references::collect(value, &mut refs);
+    }
+    let failed = !piece.errors.is_empty();
+    let fetched = Fetched::new(piece).references(refs);
+    if failed {
+        // Shared with whoever waited for it, never kept.
+        fetched.ttl(Duration::ZERO).stale(Duration::ZERO)
+    } else {
+        fetched
+    }
+}
+
+fn unwrap_error(error: CacheError) -> FetchError {
+    match error {
+        CacheError::Fetch(inner) => match inner.downcast_ref::<FetchError>() {
+            Some(fetch) => fetch.clone(),
+            None => FetchError::Unavailable {
+                subgraph: "cache".into(),
+                detail: inner.to_string(),
+            },
+        },
+        other => FetchError::Unavailable {
+            subgraph: "cache".into(),
+            detail: other.to_string(),
+        },
+    }
+}

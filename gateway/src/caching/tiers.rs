@@ -1,0 +1,157 @@
+//! Where entries live: one cache-core cache per storage kind in use (a tier), and
+//! how pieces are encoded for Redis.
+//!
+//! `--storage memory` is moka in the process; `redis` is shared by every gateway on
+//! that Redis; `layered` puts a short-lived moka L1 in front of Redis and hears of
+//! other gateways' invalidations on a Redis channel. A policy's `storage` puts one
+//! field in another tier. `redis` and `layered` are never mixed in one gateway: they
+//! would share Redis's keys, and one's invalidation would empty the other's entries
+//! without telling its L1s.
+
+use bytes::Bytes;
+use cache_core::storage::{Codec, Encoded, LayeredStorage, RedisStats, RedisStorage};
+use cache_core::{Cache, ReportTask, StorageError};
+
+use super::settings::{CacheSettings, StorageKind};
+use crate::piece::Piece;
+
+/// One cache-core cache over one kind of storage.
+pub struct Tier {
+    pub kind: StorageKind,
+    pub cache: Cache<Piece>,
+    /// The Redis store behind a `redis` or `layered` tier, for its counters.
+    pub redis: Option<RedisStorage>,
+    pub layered: Option<LayeredStorage<Piece>>,
+    _report: Option<ReportTask>,
+}
+
+/// Pieces as Redis keeps them: their value's JSON text, as the subgraph sent it. A
+/// piece that carries errors is never stored, so errors need no encoding.
+struct PieceCodec;
+
+impl Codec<Piece> for PieceCodec {
+    fn encode(&self, value: &Piece) -> Result<Bytes, StorageError> {
+        Ok(Bytes::copy_from_slice(value.json()))
+    }
+
+    fn decode(&self, bytes: &[u8]) -> Result<Piece, StorageError> {
+        Piece::from_json(Bytes::copy_from_slice(bytes)).map_err(StorageError::codec)
+    }
+}
+
+impl Tier {
+    /// Must be called inside a tokio runtime (Redis stores run a task; a report
+    /// interval starts one).
+    pub fn build(kind: StorageKind, settings: &CacheSettings) -> Result<Tier, String> {
+        let builder = Cache::builder().ttl(settings.ttl).stale(settings.stale);
+        let redis = match kind {
+            StorageKind::Memory => None,
+            _ => {
+                let r = settings
+                    .redis
+                    .as_ref()
+                    .ok_or_else(|| format!("storage {} needs --redis URL", kind.name()))?;
+                let store = RedisStorage::builder(r.url.as_str())
+                    .auto_pipeline(r.auto_pipeline)
+                    .build()
+                    .map_err(|e| format!("--redis {}: {e}", r.url))?;
+                Some(store)
+            }
+        };
+        let mut layered = None;
+        let cache = match (kind, &redis, &settings.redis) {
+            (StorageKind::Redis, Some(store), _) => builder
+                .storage(Encoded::new(store.clone(), PieceCodec))
+                .build(),
+            (StorageKind::Layered, Some(store), Some(r)) => {
+                let l1 = LayeredStorage::builder()
+                    .l1_ttl(r.l1_ttl)
+                    .l1_max_entries(r.l1_max_entries)
+                    .build_redis(store.clone(), PieceCodec);
+                layered = Some(l1.clone());
+                builder.storage(l1).build()
+            }
+            _ => builder.max_entries(settings.max_entries).build(),
+        };
+        let report = settings
+            .report_interval
+            .and_then(|every| cache.log_every(every).ok());
+        Ok(Tier {
+            kind,
+            cache,
+            redis,
+            layered,
+            _report: report,
+        })
+    }
+}
+
+/// Prometheus text for the tiers: the per-namespace counters summed over tiers
+/// (`gateway_cache_*_total`), Redis's commands and round trips (`gateway_redis_*`),
+/// and the layered store's L1/L2 hits and invalidation messages.
+pub fn prometheus(tiers: &[Tier]) -> String {
+    let mut stats = cache_core::StatsSnapshot::default();
+    for tier in tiers {
+        for ns in tier.cache.stats().namespaces {
+            match stats
+                .namespaces
+                .iter_mut()
+                .find(|n| n.namespace == ns.namespace)
+            {
+                Some(sum) => sum.merge(&ns),
+                None => stats.namespaces.push(ns),
+            }
+        }
+    }
+    stats
+        .namespaces
+        .sort_by(|a, b| a.namespace.cmp(&b.namespace));
+    let mut out = stats.to_prometheus("gateway_cache");
+    let redis: Vec<RedisStats> = tiers
+        .iter()
+        .filter_map(|t| t.redis.as_ref().map(RedisStorage::stats))
+        .collect();
+    if !redis.is_empty() {
+        let sum = redis.iter().fold(RedisStats::default(), |a, b| RedisStats {
+            commands: a.commands + b.commands,
+            round_trips: a.round_trips + b.round_trips,
+            keys_read: a.keys_read + b.keys_read,
+            errors: a.errors + b.errors,
+            timeouts: a.timeouts + b.timeouts,
+            rejected: a.rejected + b.rejected,
+            breaker_open: a.breaker_open || b.breaker_open,
+            breaker_trips: a.breaker_trips + b.breaker_trips,
+        });
+        out.push_str(&sum.to_prometheus("gateway_redis"));
+    }
+    for tier in tiers {
+        if let Some(layered) = &tier.layered {
+            let l = layered.stats();
+            crate::metrics::family(
+                &mut out,
+                "counter",
+                "gateway_cache_layer_hits_total",
+                "Layered storage: reads answered by the in-process L1 or by Redis (L2).",
+                [("layer=\"l1\"", l.l1_hits), ("layer=\"l2\"", l.l2_hits)],
+            );
+            crate::metrics::family(
+                &mut out,
+                "counter",
+                "gateway_cache_invalidation_messages_total",
+                "Layered storage: invalidations published to and received from other gateways.",
+                [
+                    ("direction=\"published\"", l.published),
+                    ("direction=\"received\"", l.received),
+                ],
+            );
+            crate::metrics::family(
+                &mut out,
+                "gauge",
+                "gateway_cache_invalidation_subscribed",
+                "Layered storage: 1 while subscribed to other gateways' invalidations.",
+                [("", u64::from(l.subscribed))],
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,9 @@
+//! The hash map of the request path's per-request tables.
+//!
+//! Their keys are small (indices, pointers, short strings) and come from the gateway
+//! itself, not from clients, so a fast non-keyed hasher is safe; std's SipHash is
+//! built to resist crafted keys, which these never are. The choice is measured in the
+//! README ("Allocator and hashing").
+
+/// A `HashMap` with ahash's fast hasher.
+pub type FastMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;

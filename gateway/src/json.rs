@@ -1,0 +1,635 @@
+//! JSON as it came over the wire: a tape of a subgraph response's values, pointing
+//! into its bytes.
+//!
+//! The gateway never needs a subgraph's values as values. It copies them into the
+//! client's response, reads a few of them (entity keys, `__typename`) and walks the
+//! objects between. So a response is parsed once into a [`Tape`]: one flat vector of
+//! nodes in document order, each with the byte span of its value and, inside an
+//! object, of its key. Leaves are written out by copying their bytes as they came
+//! (strings keep their escapes, numbers their spelling), so nothing is decoded and
+//! nothing re-encoded. A container knows where its subtree ends, so skipping a value
+//! costs nothing.
+//!
+//! The parser checks everything JSON requires (UTF-8, string escapes, control
+//! characters, the number grammar, nothing after the value) and bounds the nesting
+//! depth, so a malformed or hostile subgraph answer is an error, never a panic.
+//! `tests` compare it with serde_json on generated documents.
+
+use std::borrow::Cow;
+
+use bytes::Bytes;
+
+/// Deeper nesting than this is refused (a query's own depth limit is far below it).
+const MAX_DEPTH: usize = 512;
+
+/// What a JSON value is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Null,
+    Bool,
+    Number,
+    /// A string without escapes (its bytes between the quotes are its value).
+    PlainString,
+    /// A string with at least one escape.
+    EscapedString,
+    Array,
+    Object,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    kind: Kind,
+    /// Whether the key (for values inside an object) contains an escape.
+    key_escaped: bool,
+    /// The key's bytes between its quotes (values inside an object; else empty).
+    key_start: u32,
+    key_end: u32,
+    /// The value's bytes (quotes included for strings, brackets for containers).
+    start: u32,
+    end: u32,
+    /// The index of the first node after this value's subtree.
+    next: u32,
+}
+
+/// A parsed JSON text: its bytes and the tape of its values.
+#[derive(Debug, Clone)]
+pub struct Tape {
+    text: Bytes,
+    nodes: Vec<Node>,
+}
+
+/// Why a text is not JSON.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message} at byte {at}")]
+pub struct JsonError {
+    message: &'static str,
+    at: usize,
+}
+
+impl Tape {
+    /// Parse `text`, which must hold exactly one JSON value (whitespace around it
+    /// allowed).
+    pub fn parse(text: Bytes) -> Result<Tape, JsonError> {
+        if let Err(e) = std::str::from_utf8(&text) {
+            return Err(JsonError {
+                message: "invalid UTF-8",
+                at: e.valid_up_to(),
+            });
+        }
+        if text.len() > u32::MAX as usize {
+            return Err(JsonError {
+                message: "text larger than 4 GiB",
+                at: 0,
+            });
+        }
+        let mut parser = Parser {
+            bytes: &text,
+            at: 0,
+            nodes: Vec::with_capacity(text.len() / 8 + 4),
+        };
+        parser.skip_ws();
+        parser.value(0, None)?;
+        parser.skip_ws();
+        if parser.at != text.len() {
+            return Err(parser.error("trailing characters after the value"));
+        }
+        let nodes = parser.nodes;
+        Ok(Tape { text, nodes })
+    }
+
+    /// The top-level value.
+    pub fn root(&self) -> Value<'_> {
+        Value {
+            tape: self,
+            index: 0,
+        }
+    }
+
+    /// The value at tape index `index` (as [`Value::index`] gave it).
+    pub fn at(&self, index: u32) -> Value<'_> {
+        Value { tape: self, index }
+    }
+
+    /// The whole text.
+    pub fn text(&self) -> &Bytes {
+        &self.text
+    }
+
+    /// Heap bytes held (text and tape), for weighing cache entries.
+    pub fn heap_size(&self) -> usize {
+        self.text.len() + self.nodes.capacity() * std::mem::size_of::<Node>()
+    }
+}
+
+/// One value inside a [`Tape`].
+#[derive(Clone, Copy)]
+pub struct Value<'t> {
+    tape: &'t Tape,
+    index: u32,
+}
+
+impl std::fmt::Debug for Value<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&String::from_utf8_lossy(self.raw()))
+    }
+}
+
+impl<'t> Value<'t> {
+    fn node(&self) -> &'t Node {
+        &self.tape.nodes[self.index as usize]
+    }
+
+    /// Its position in the tape (stable for the tape's life).
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.node().kind
+    }
+
+    pub fn is_null(&self) -> bool {
+        self.kind() == Kind::Null
+    }
+
+    /// The value's JSON text, exactly as it came.
+    pub fn raw(&self) -> &'t [u8] {
+        let n = self.node();
+        &self.tape.text[n.start as usize..n.end as usize]
+    }
+
+    /// A string's value (decoded only when it has escapes); `None` for other kinds.
+    pub fn as_str(&self) -> Option<Cow<'t, str>> {
+        let raw = self.raw();
+        match self.kind() {
+            Kind::PlainString => Some(Cow::Borrowed(plain(&raw[1..raw.len() - 1]))),
+            Kind::EscapedString => serde_json::from_slice::<String>(raw).ok().map(Cow::Owned),
+            _ => None,
+        }
+    }
+
+    /// The key this value has in its parent object (decoded when it has escapes).
+    pub fn key(&self) -> Cow<'t, str> {
+        let n = self.node();
+        let raw = &self.tape.text[n.key_start as usize..n.key_end as usize];
+        if n.key_escaped {
+            decode_key(raw)
+        } else {
+            Cow::Borrowed(plain(raw))
+        }
+    }
+
+    /// Whether this value's key in its parent object is `name`.
+    pub fn key_is(&self, name: &str) -> bool {
+        let n = self.node();
+        let raw = &self.tape.text[n.key_start as usize..n.key_end as usize];
+        if n.key_escaped {
+            decode_key(raw) == name
+        } else {
+            raw == name.as_bytes()
+        }
+    }
+
+    /// An object's members, in order; nothing for other kinds.
+    pub fn members(&self) -> Children<'t> {
+        self.children(Kind::Object)
+    }
+
+    /// An array's items, in order; nothing for other kinds.
+    pub fn items(&self) -> Children<'t> {
+        self.children(Kind::Array)
+    }
+
+    fn children(&self, kind: Kind) -> Children<'t> {
+        let n = self.node();
+        let (next, end) = if n.kind == kind {
+            (self.index + 1, n.next)
+        } else {
+            (0, 0)
+        };
+        Children {
+            tape: self.tape,
+            next,
+            end,
+        }
+    }
+
+    /// The member `name` of an object.
+    pub fn get(&self, name: &str) -> Option<Value<'t>> {
+        self.members().find(|m| m.key_is(name))
+    }
+
+    /// The member `name` of an object, trying the member after `cursor` first and
+    /// leaving `cursor` on the one found. Members usually come in the order the
+    /// gateway asked for them, so a walk in that order finds each at the first try.
+    pub fn get_from(&self, name: &str, cursor: &mut u32) -> Option<Value<'t>> {
+        let n = self.node();
+        if n.kind != Kind::Object {
+            return None;
+        }
+        if *cursor > self.index && *cursor < n.next {
+            let guess = self.tape.at(*cursor);
+            if guess.key_is(name) {
+                *cursor = guess.node().next;
+                return Some(guess);
+            }
+        }
+        let found = self.get(name)?;
+        *cursor = found.node().next;
+        Some(found)
+    }
+
+    /// A standalone copy of this value: its text and its part of the tape, copied
+    /// (so that keeping it does not keep the whole text alive).
+    pub fn to_tape(&self) -> Tape {
+        let n = *self.node();
+        let (start, first, last) = (n.start, self.index as usize, n.next as usize);
+        let text = Bytes::copy_from_slice(&self.tape.text[start as usize..n.end as usize]);
+        let nodes = self.tape.nodes[first..last]
+            .iter()
+            .enumerate()
+            .map(|(i, node)| {
+                let keyed = i > 0 && node.key_end > node.key_start;
+                Node {
+                    key_start: if keyed { node.key_start - start } else { 0 },
+                    key_end: if keyed { node.key_end - start } else { 0 },
+                    key_escaped: keyed && node.key_escaped,
+                    start: node.start - start,
+                    end: node.end - start,
+                    next: node.next - first as u32,
+                    kind: node.kind,
+                }
+            })
+            .collect();
+        Tape { text, nodes }
+    }
+}
+
+/// The values inside a container, in order.
+pub struct Children<'t> {
+    tape: &'t Tape,
+    next: u32,
+    end: u32,
+}
+
+impl<'t> Iterator for Children<'t> {
+    type Item = Value<'t>;
+
+    fn next(&mut self) -> Option<Value<'t>> {
+        if self.next >= self.end {
+            return None;
+        }
+        let value = self.tape.at(self.next);
+        self.next = value.node().next;
+        Some(value)
+    }
+}
+
+/// Bytes the parser found to be UTF-8 without escapes.
+fn plain(bytes: &[u8]) -> &str {
+    // The whole text was checked to be UTF-8, and a string's bytes between its quotes
+    // start and end on character boundaries (quotes are ASCII); `from_utf8` here
+    // costs a scan, but never fails.
+    std::str::from_utf8(bytes).unwrap_or_default()
+}
+
+fn decode_key(raw: &[u8]) -> Cow<'static, str> {
+    let mut quoted = Vec::with_capacity(raw.len() + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(raw);
+    quoted.push(b'"');
+    Cow::Owned(serde_json::from_slice::<String>(&quoted).unwrap_or_default())
+}
+
+struct Parser<'b> {
+    bytes: &'b [u8],
+    at: usize,
+    nodes: Vec<Node>,
+}
+
+impl Parser<'_> {
+    fn error(&self, message: &'static str) -> JsonError {
+        JsonError {
+            message,
+            at: self.at,
+        }
+    }
+
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
+    }
+
+    /// Parse one value at `self.at` (whitespace skipped), with its key span if it is
+    /// an object member.
+    fn value(&mut self, depth: usize, key: Option<(u32, u32, bool)>) -> Result<(), JsonError> {
+        if depth > MAX_DEPTH {
+            return Err(self.error("nested too deeply"));
+        }
+        let index = self.nodes.len();
+        let start = self.at;
+        let (key_start, key_end, key_escaped) = key.unwrap_or((0, 0, false));
+        self.nodes.push(Node {
+            kind: Kind::Null,
+            key_escaped,
+            key_start,
+            key_end,
+            start: start as u32,
+            end: 0,
+            next: 0,
+        });
+        let kind = match self.bytes.get(self.at) {
+            None => return Err(self.error("unexpected end of input")),
+            Some(b'n') => self.literal(b"null", Kind::Null)?,
+            Some(b't') => self.literal(b"true", Kind::Bool)?,
+            Some(b'f') => self.literal(b"false", Kind::Bool)?,
+            Some(b'"') => match self.string()? {
+                true => Kind::EscapedString,
+                false => Kind::PlainString,
+            },
+            Some(b'-' | b'0'..=b'9') => {
+                self.number()?;
+                Kind::Number
+            }
+            Some(b'[') => {
+                self.array(depth)?;
+                Kind::Array
+            }
+            Some(b'{') => {
+                self.object(depth)?;
+                Kind::Object
+            }
+            Some(_) => return Err(self.error("expected a value")),
+        };
+        let next = self.nodes.len() as u32;
+        let node = &mut self.nodes[index];
+        node.kind = kind;
+        node.end = self.at as u32;
+        node.next = next;
+        Ok(())
+    }
+
+    fn literal(&mut self, word: &[u8], kind: Kind) -> Result<Kind, JsonError> {
+        if self.bytes[self.at..].starts_with(word) {
+            self.at += word.len();
+            Ok(kind)
+        } else {
+            Err(self.error("expected a value"))
+        }
+    }
+
+    /// A string from its opening quote; returns whether it has escapes.
+    fn string(&mut self) -> Result<bool, JsonError> {
+        self.at += 1;
+        let mut escaped = false;
+        loop {
+            match self.bytes.get(self.at) {
+                None => return Err(self.error("unterminated string")),
+                Some(b'"') => {
+                    self.at += 1;
+                    return Ok(escaped);
+                }
+                Some(b'\\') => {
+                    escaped = true;
+                    match self.bytes.get(self.at + 1) {
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                            self.at += 2
+                        }
+                        Some(b'u') => {
+                            let hex = self.bytes.get(self.at + 2..self.at + 6);
+                            if !hex.is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) {
+                                return Err(self.error("bad \\u escape"));
+                            }
+                            self.at += 6;
+                        }
+                        _ => return Err(self.error("bad escape")),
+                    }
+                }
+                Some(0..=0x1f) => return Err(self.error("control character in a string")),
+                Some(_) => self.at += 1,
+            }
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let from = self.at;
+        while let Some(b'0'..=b'9') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
+        self.at - from
+    }
+
+    fn number(&mut self) -> Result<(), JsonError> {
+        if self.bytes[self.at] == b'-' {
+            self.at += 1;
+        }
+        match self.bytes.get(self.at) {
+            Some(b'0') => self.at += 1,
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return Err(self.error("bad number")),
+        }
+        if self.bytes.get(self.at) == Some(&b'.') {
+            self.at += 1;
+            if self.digits() == 0 {
+                return Err(self.error("bad number"));
+            }
+        }
+        if let Some(b'e' | b'E') = self.bytes.get(self.at) {
+            self.at += 1;
+            if let Some(b'+' | b'-') = self.bytes.get(self.at) {
+                self.at += 1;
+            }
+            if self.digits() == 0 {
+                return Err(self.error("bad number"));
+            }
+        }
+        Ok(())
+    }
+
+    fn array(&mut self, depth: usize) -> Result<(), JsonError> {
+        self.at += 1;
+        self.skip_ws();
+        if self.bytes.get(self.at) == Some(&b']') {
+            self.at += 1;
+            return Ok(());
+        }
+        loop {
+            self.skip_ws();
+            self.value(depth + 1, None)?;
+            self.skip_ws();
+            match self.bytes.get(self.at) {
+                Some(b',') => self.at += 1,
+                Some(b']') => {
+                    self.at += 1;
+                    return Ok(());
+                }
+                _ => return Err(self.error("expected , or ] in an array")),
+            }
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<(), JsonError> {
+        self.at += 1;
+        self.skip_ws();
+        if self.bytes.get(self.at) == Some(&b'}') {
+            self.at += 1;
+            return Ok(());
+        }
+        loop {
+            self.skip_ws();
+            if self.bytes.get(self.at) != Some(&b'"') {
+                return Err(self.error("expected a key"));
+            }
+            let key_start = self.at + 1;
+            let escaped = self.string()?;
+            let key_end = self.at - 1;
+            self.skip_ws();
+            if self.bytes.get(self.at) != Some(&b':') {
+                return Err(self.error("expected : after a key"));
+            }
+            self.at += 1;
+            self.skip_ws();
+            self.value(depth + 1, Some((key_start as u32, key_end as u32, escaped)))?;
+            self.skip_ws();
+            match self.bytes.get(self.at) {
+                Some(b',') => self.at += 1,
+                Some(b'}') => {
+                    self.at += 1;
+                    return Ok(());
+                }
+                _ => return Err(self.error("expected , or } in an object")),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn tape(text: &str) -> Tape {
+        Tape::parse(Bytes::copy_from_slice(text.as_bytes())).unwrap()
+    }
+
+    /// Rebuild a serde_json value from the tape, decoding as serde_json would.
+    fn to_json(v: Value<'_>) -> serde_json::Value {
+        match v.kind() {
+            Kind::Object => serde_json::Value::Object(
+                v.members()
+                    .map(|m| (m.key().into_owned(), to_json(m)))
+                    .collect(),
+            ),
+            Kind::Array => serde_json::Value::Array(v.items().map(to_json).collect()),
+            _ => serde_json::from_slice(v.raw()).unwrap(),
+        }
+    }
+
+    #[test]
+    fn reads_members_items_and_raw_leaves() {
+        let t =
+            tape(r#" {"data":{"me":{"id":"u1","n":-1.5e3,"s":"a\"b","l":[1,[],{}],"z":null}}} "#);
+        let me = t.root().get("data").unwrap().get("me").unwrap();
+        assert_eq!(me.get("id").unwrap().as_str().unwrap(), "u1");
+        assert_eq!(me.get("n").unwrap().raw(), b"-1.5e3");
+        assert_eq!(me.get("s").unwrap().raw(), br#""a\"b""#);
+        assert_eq!(me.get("s").unwrap().as_str().unwrap(), "a\"b");
+        assert_eq!(me.get("l").unwrap().items().count(), 3);
+        assert!(me.get("z").unwrap().is_null());
+        assert!(me.get("missing").is_none());
+        let mut cursor = 0;
+        assert_eq!(me.get_from("id", &mut cursor).unwrap().raw(), b"\"u1\"");
+        assert_eq!(me.get_from("n", &mut cursor).unwrap().raw(), b"-1.5e3");
+        assert_eq!(me.get_from("id", &mut cursor).unwrap().raw(), b"\"u1\"");
+    }
+
+    #[test]
+    fn escaped_keys_compare_by_their_value() {
+        let t = tape(r#"{"\u0069d":"u1"}"#);
+        assert!(t.root().get("id").is_some());
+        assert_eq!(t.root().members().next().unwrap().key(), "id");
+    }
+
+    #[test]
+    fn a_copied_subtree_stands_alone() {
+        let t = tape(r#"{"e0":[{"id":"u1","p":[{"x":1}]},{"id":"u2"}]}"#);
+        let second = t.root().get("e0").unwrap().items().next().unwrap();
+        let copy = second.to_tape();
+        assert_eq!(copy.text().as_ref(), br#"{"id":"u1","p":[{"x":1}]}"#);
+        assert_eq!(copy.root().get("id").unwrap().raw(), b"\"u1\"");
+        let x = copy.root().get("p").unwrap().items().next().unwrap();
+        assert_eq!(x.get("x").unwrap().raw(), b"1");
+        assert_eq!(to_json(copy.root()), to_json(second));
+    }
+
+    #[test]
+    fn malformed_text_is_an_error() {
+        for bad in [
+            "",
+            "{",
+            "[1,]",
+            "{\"a\"}",
+            "{\"a\":}",
+            "01",
+            "1.",
+            "-",
+            "1e",
+            "\"a\nb\"",
+            "\"\\x\"",
+            "\"\\u12g4\"",
+            "nul",
+            "[1] 2",
+            "{\"a\":1,}",
+            "\"abc",
+        ] {
+            assert!(Tape::parse(Bytes::from(bad)).is_err(), "{bad:?}");
+        }
+        let deep = "[".repeat(MAX_DEPTH + 2) + &"]".repeat(MAX_DEPTH + 2);
+        assert!(Tape::parse(Bytes::from(deep)).is_err());
+        assert!(Tape::parse(Bytes::from_static(b"\"\xff\"")).is_err());
+    }
+
+    fn json_value() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::Bool),
+            any::<i64>().prop_map(|n| serde_json::json!(n)),
+            (-1e12f64..1e12).prop_map(|n| serde_json::json!(n)),
+            ".*".prop_map(serde_json::Value::String),
+        ];
+        leaf.prop_recursive(4, 64, 8, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..8).prop_map(serde_json::Value::Array),
+                prop::collection::btree_map(".*", inner, 0..8)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn agrees_with_serde_json(value in json_value(), pretty in any::<bool>()) {
+            let text = if pretty {
+                serde_json::to_string_pretty(&value).unwrap()
+            } else {
+                serde_json::to_string(&value).unwrap()
+            };
+            let t = Tape::parse(Bytes::from(text.clone())).unwrap();
+            // serde_json reads the same text (its float parsing is not exact, so the
+            // comparison is with its reading, not with `value`).
+            let expected: serde_json::Value = serde_json::from_str(&text).unwrap();
+            prop_assert_eq!(to_json(t.root()), expected);
+            prop_assert_eq!(t.root().raw(), text.trim().as_bytes());
+        }
+
+        #[test]
+        fn never_panics_on_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
+            let parsed = Tape::parse(Bytes::from(bytes.clone()));
+            let expected = serde_json::from_slice::<serde_json::Value>(&bytes).is_ok();
+            prop_assert_eq!(parsed.is_ok(), expected);
+        }
+    }
+}

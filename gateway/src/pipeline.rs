@@ -1,0 +1,319 @@
+//! One GraphQL request, from its decoded body to the response body: the request
+//! path's steps in order.
+//!
+//! 1. **Document**: the document cache ([`crate::documents`]) by the text's hash. A
+//!    new document is parsed, admitted (field counts, reserved names) and validated
+//!    by async-graphql ([`crate::validation`]) before it is kept.
+//! 2. **Operation and variables**: the operation the request names, its variables'
+//!    defaults, and whether the variables fit their declared types.
+//! 3. **Plan**: the document's plan for this operation and these `@skip`/`@include`
+//!    values, compiled once and kept with the document ([`crate::plan`]).
+//! 4. **Execution**: the plan's fetches through the cache seam ([`crate::execute`]).
+//! 5. **Response**: written from the subgraphs' raw JSON in query order
+//!    ([`crate::response`]).
+//!
+//! A request that fails before execution gets GraphQL-over-HTTP's answer: a GraphQL
+//! error without `data`, with 200 under `application/json` and 400 under
+//! `application/graphql-response+json`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_graphql::{ServerError, Variables};
+use async_graphql_parser::types::{
+    DocumentOperations, ExecutableDocument, OperationDefinition, OperationType,
+};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use crate::documents::{
+    admit, check_variables, CachedDocument, DocumentCache, DocumentKey, KeptPlan, Refusal,
+};
+use crate::execute::{Executor, RequestInput};
+use crate::metrics::Metrics;
+use crate::plan::{compile, Conditions, DocumentView, Plan};
+use crate::request::{text_nesting, GraphqlRequest, MediaType, Rejection, RequestLimits};
+use crate::supergraph::Supergraph;
+use crate::validation::{DocumentLimits, Validator};
+
+/// Everything the request path needs.
+pub struct App {
+    pub supergraph: Arc<Supergraph>,
+    pub validator: Arc<Validator>,
+    pub executor: Executor,
+    pub metrics: Arc<Metrics>,
+    pub limits: RequestLimits,
+    /// Serve `GET /debug/profile` (CPU sampling for flamegraphs).
+    pub profiling: bool,
+    pub documents: Arc<DocumentCache>,
+    pub document_limits: DocumentLimits,
+}
+
+/// The answer to a request that never reached execution: a 4xx with its message.
+pub fn reject(r: Rejection, media: MediaType, metrics: &Metrics, started: Instant) -> Response {
+    metrics.request(started.elapsed(), true);
+    let body = serde_json::json!({ "errors": [{ "message": r.message }] });
+    let mut response = (r.status, body.to_string()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(media.as_str()),
+    );
+    if r.status == StatusCode::METHOD_NOT_ALLOWED {
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST"));
+    }
+    response
+}
+
+/// The answer to a document that is not executed (it does not parse, validate or
+/// fit the limits): GraphQL errors without `data`.
+fn not_executed(
+    errors: Vec<ServerError>,
+    media: MediaType,
+    metrics: &Metrics,
+    started: Instant,
+) -> Response {
+    metrics.request(started.elapsed(), true);
+    let mut body = Vec::with_capacity(128);
+    crate::response::write_errors(&mut body, &errors);
+    let status = match media {
+        MediaType::GraphqlResponseJson => StatusCode::BAD_REQUEST,
+        MediaType::Json => StatusCode::OK,
+    };
+    respond(status, body, media)
+}
+
+fn refused(
+    Refusal(message): Refusal,
+    media: MediaType,
+    metrics: &Metrics,
+    started: Instant,
+) -> Response {
+    not_executed(
+        vec![ServerError::new(message, None)],
+        media,
+        metrics,
+        started,
+    )
+}
+
+fn respond(status: StatusCode, body: Vec<u8>, media: MediaType) -> Response {
+    let mut out = (status, body).into_response();
+    out.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(media.as_str()),
+    );
+    out
+}
+
+/// The operation of `doc` that `name` selects, with async-graphql's messages when
+/// none does.
+fn operation<'d>(
+    doc: &'d ExecutableDocument,
+    name: Option<&str>,
+) -> Result<&'d OperationDefinition, ServerError> {
+    let unknown = |n: &str| ServerError::new(format!(r#"Unknown operation named "{n}""#), None);
+    match (&doc.operations, name) {
+        (DocumentOperations::Single(op), None) => Ok(&op.node),
+        (DocumentOperations::Single(_), Some(n)) => Err(unknown(n)),
+        (DocumentOperations::Multiple(ops), Some(n)) => {
+            ops.get(n).map(|op| &op.node).ok_or_else(|| unknown(n))
+        }
+        (DocumentOperations::Multiple(ops), None) if ops.len() == 1 => {
+            Ok(&ops.values().next().expect("one operation").node)
+        }
+        (DocumentOperations::Multiple(_), None) => Err(ServerError::new(
+            "Operation name required in request.",
+            None,
+        )),
+    }
+}
+
+/// Give every variable the operation declares with a default, and the client did not
+/// send, its default.
+fn apply_variable_defaults(operation: &OperationDefinition, variables: &mut Variables) {
+    for def in &operation.variable_definitions {
+        let name = &def.node.name.node;
+        if !variables.contains_key(name) {
+            if let Some(default) = &def.node.default_value {
+                variables.insert(name.clone(), default.node.clone());
+            }
+        }
+    }
+}
+
+/// Answer one GraphQL request.
+pub async fn handle(
+    app: &App,
+    request: GraphqlRequest<'_>,
+    headers: HeaderMap,
+    media: MediaType,
+    started: Instant,
+    via_get: bool,
+) -> Response {
+    let text: &str = &request.query;
+    let key = DocumentKey::of(text);
+    let cached = app.documents.get(key, text);
+    let mut variables = match &request.variables {
+        Some(map) if !map.is_empty() => {
+            Variables::from_json(serde_json::Value::Object(map.clone()))
+        }
+        _ => Variables::default(),
+    };
+    let operation_name = request.operation_name.as_deref();
+    // 1. The document: cached, or parsed and admitted now (validated below, once the
+    //    operation and its variables are known).
+    let (entry, fresh) = match cached {
+        Some(entry) => (entry, false),
+        None => {
+            let nesting = text_nesting(text);
+            if nesting > app.limits.max_text_nesting {
+                let r = Rejection::bad_request(format!(
+                    "the query nests {nesting} levels deep; the limit is {}",
+                    app.limits.max_text_nesting
+                ));
+                return reject(r, media, &app.metrics, started);
+            }
+            let doc = match async_graphql_parser::parse_query(text) {
+                Ok(doc) => doc,
+                Err(e) => return not_executed(vec![e.into()], media, &app.metrics, started),
+            };
+            let limits = &app.document_limits;
+            if let Err(refusal) = admit(&doc, limits.max_fields, limits.max_root_fields) {
+                return refused(refusal, media, &app.metrics, started);
+            }
+            let entry = CachedDocument {
+                text: Arc::from(text),
+                doc: Arc::new(doc),
+                plans: Arc::new([]),
+            };
+            (entry, true)
+        }
+    };
+    // 2. The operation and its variables.
+    let op = match operation(&entry.doc, operation_name) {
+        Ok(op) => op,
+        Err(e) if fresh => {
+            // async-graphql's validation errors come first, as they would have.
+            if let Err(errors) = app
+                .validator
+                .validate(text, &entry.doc, operation_name, &variables)
+                .await
+            {
+                return not_executed(errors, media, &app.metrics, started);
+            }
+            return not_executed(vec![e], media, &app.metrics, started);
+        }
+        Err(e) => return not_executed(vec![e], media, &app.metrics, started),
+    };
+    if via_get && op.ty == OperationType::Mutation {
+        let r = Rejection::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "mutations must be sent with POST",
+        );
+        return reject(r, media, &app.metrics, started);
+    }
+    if !op.variable_definitions.is_empty() {
+        apply_variable_defaults(op, &mut variables);
+        if let Err(refusal) = check_variables(op, &variables, &app.supergraph) {
+            return refused(refusal, media, &app.metrics, started);
+        }
+    }
+    if fresh {
+        if let Err(errors) = app
+            .validator
+            .validate(text, &entry.doc, operation_name, &variables)
+            .await
+        {
+            return not_executed(errors, media, &app.metrics, started);
+        }
+    }
+    // 3. The plan.
+    let plan = match plan_for(app, key, &entry, op, operation_name, &variables, fresh) {
+        Ok(plan) => plan,
+        Err(message) => {
+            return not_executed(
+                vec![ServerError::new(message, None)],
+                media,
+                &app.metrics,
+                started,
+            )
+        }
+    };
+    // 4. Execution.
+    let input = Arc::new(RequestInput {
+        authorization: headers.get(header::AUTHORIZATION).cloned(),
+        headers,
+        variables: request.variables.unwrap_or_default(),
+        graphql_variables: variables,
+    });
+    let run = app.executor.run(&plan, &input);
+    let outcome = match tokio::time::timeout(app.limits.request_timeout, run).await {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            let r = Rejection::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                format!(
+                    "the request did not complete within {:?}",
+                    app.limits.request_timeout
+                ),
+            );
+            return reject(r, media, &app.metrics, started);
+        }
+    };
+    // 5. The response.
+    let mut body = Vec::with_capacity(512);
+    let failed = crate::response::write(&mut body, &plan, &outcome, &input);
+    app.metrics.request(started.elapsed(), failed);
+    respond(StatusCode::OK, body, media)
+}
+
+/// The plan for `op` under this request's `@skip`/`@include` values: kept with the
+/// document, or compiled now and kept (a new document is stored with its first
+/// plan).
+fn plan_for(
+    app: &App,
+    key: DocumentKey,
+    entry: &CachedDocument,
+    op: &OperationDefinition,
+    operation_name: Option<&str>,
+    variables: &Variables,
+    fresh: bool,
+) -> Result<Arc<Plan>, String> {
+    let view = DocumentView {
+        fragments: &entry.doc.fragments,
+        variables,
+        operation: op,
+    };
+    let known = entry
+        .plans
+        .iter()
+        .find(|p| p.operation.as_deref() == operation_name);
+    let conditions = match known {
+        Some(p) => p.conditions_of.clone(),
+        None => Arc::new(Conditions::of(&entry.doc, op)),
+    };
+    let bits = conditions.key(&view);
+    if let Some(bits) = bits {
+        if let Some(plan) = entry.plan(operation_name, bits) {
+            return Ok(plan.clone());
+        }
+    }
+    let plan =
+        Arc::new(compile(&app.supergraph, &entry.doc, op, variables).map_err(|e| e.to_string())?);
+    if let Some(bits) = bits {
+        let kept = KeptPlan {
+            operation: operation_name.map(Arc::from),
+            conditions: bits,
+            conditions_of: conditions,
+            plan: plan.clone(),
+        };
+        if fresh {
+            app.documents.insert(key, entry.with_plan(kept));
+        } else {
+            app.documents.add_plan(key, entry, kept);
+        }
+    }
+    Ok(plan)
+}

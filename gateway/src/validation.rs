@@ -1,0 +1,190 @@
+//! The public schema in async-graphql: validation and introspection.
+//!
+//! The gateway executes documents itself ([`crate::execute`]), but the rules of
+//! GraphQL stay async-graphql's: the composed SDL is built into a dynamic schema, and
+//! each new document is validated by it (every rule, plus the depth, complexity,
+//! recursion and directive limits). async-graphql has no validate-only call, so
+//! [`Validator`] runs its whole request pipeline with an extension that stops it
+//! right after validation succeeds: nothing executes, and a document that fails
+//! comes back with async-graphql's own errors. Root fields `__schema` and `__type`
+//! are answered by async-graphql too, from a document holding just those fields
+//! ([`crate::plan::Plan::introspection`]); no other field is ever resolved by it,
+//! so the schema's resolvers answer nothing.
+
+use std::sync::Arc;
+
+use async_graphql::dynamic::{self, Field, FieldFuture, InputValue, Object, TypeRef};
+use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextValidation};
+use async_graphql::{ServerError, ValidationMode, ValidationResult, Variables};
+use async_graphql_parser::types::{BaseType, ExecutableDocument, Type};
+
+use crate::supergraph::{ArgDef, Kind, Supergraph};
+
+/// Limits the schema enforces on every document.
+#[derive(Debug, Clone)]
+pub struct DocumentLimits {
+    /// Maximum selection depth.
+    pub max_depth: usize,
+    /// Maximum number of fields (every alias counts, fragments expanded) in a document.
+    pub max_fields: usize,
+    /// Maximum number of root fields (each is one subgraph request).
+    pub max_root_fields: usize,
+}
+
+/// The message the stopping extension leaves when validation passed.
+const VALIDATED: &str = "\u{0}validated";
+
+/// Validates documents against the public schema, and answers introspection.
+pub struct Validator {
+    /// Stops every request after validation.
+    checking: dynamic::Schema,
+    /// Executes introspection-only documents that already validated.
+    introspection: dynamic::Schema,
+}
+
+impl Validator {
+    pub fn new(
+        supergraph: &Supergraph,
+        limits: &DocumentLimits,
+    ) -> Result<Validator, dynamic::SchemaError> {
+        Ok(Validator {
+            checking: schema(supergraph, limits, ValidationMode::Strict, true)?,
+            introspection: schema(supergraph, limits, ValidationMode::Fast, false)?,
+        })
+    }
+
+    /// Validate `doc` (the parse of `text`) for `operation_name` with `variables`;
+    /// async-graphql's errors when it fails.
+    pub async fn validate(
+        &self,
+        text: &str,
+        doc: &ExecutableDocument,
+        operation_name: Option<&str>,
+        variables: &Variables,
+    ) -> Result<(), Vec<ServerError>> {
+        let mut request = async_graphql::Request::new(text).variables(variables.clone());
+        request.set_parsed_query(doc.clone());
+        if let Some(name) = operation_name {
+            request = request.operation_name(name);
+        }
+        let response = self.checking.execute(request).await;
+        let passed = response.errors.len() == 1 && response.errors[0].message == VALIDATED;
+        if passed {
+            Ok(())
+        } else {
+            Err(response.errors)
+        }
+    }
+
+    /// async-graphql's answer to an introspection-only document.
+    pub async fn introspect(
+        &self,
+        doc: &ExecutableDocument,
+        variables: &Variables,
+    ) -> async_graphql::Response {
+        let mut request = async_graphql::Request::new("").variables(variables.clone());
+        request.set_parsed_query(doc.clone());
+        self.introspection.execute(request).await
+    }
+}
+
+/// Ends a request once validation has passed.
+struct StopAfterValidation;
+
+impl ExtensionFactory for StopAfterValidation {
+    fn create(&self) -> Arc<dyn Extension> {
+        Arc::new(StopAfterValidation)
+    }
+}
+
+#[async_graphql::async_trait::async_trait]
+impl Extension for StopAfterValidation {
+    async fn validation(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        next: NextValidation<'_>,
+    ) -> Result<ValidationResult, Vec<ServerError>> {
+        next.run(ctx).await?;
+        Err(vec![ServerError::new(VALIDATED, None)])
+    }
+}
+
+fn schema(
+    supergraph: &Supergraph,
+    limits: &DocumentLimits,
+    mode: ValidationMode,
+    stop: bool,
+) -> Result<dynamic::Schema, dynamic::SchemaError> {
+    let mut builder = dynamic::Schema::build(
+        &supergraph.query_type,
+        supergraph.mutation_type.as_deref(),
+        None,
+    )
+    .limit_depth(limits.max_depth)
+    .limit_recursive_depth(limits.max_depth.max(32))
+    .limit_complexity(limits.max_fields)
+    .limit_directives(16)
+    .validation_mode(mode);
+    if stop {
+        builder = builder.extension(StopAfterValidation);
+    }
+    for (name, def) in &supergraph.types {
+        builder = match &def.kind {
+            Kind::Object(object) => {
+                let mut obj = Object::new(name.as_str());
+                if let Some(d) = &def.description {
+                    obj = obj.description(d.as_str());
+                }
+                for (field_name, field) in &object.fields {
+                    // Never called: the gateway executes every field itself.
+                    let mut f = Field::new(field_name.as_str(), type_ref(&field.ty), |_| {
+                        FieldFuture::Value(None)
+                    });
+                    if let Some(d) = &field.description {
+                        f = f.description(d.as_str());
+                    }
+                    for arg in &field.args {
+                        f = f.argument(input_value(arg));
+                    }
+                    obj = obj.field(f);
+                }
+                builder.register(obj)
+            }
+            Kind::Enum(values) => builder.register(
+                dynamic::Enum::new(name.as_str()).items(values.iter().map(dynamic::EnumItem::new)),
+            ),
+            Kind::InputObject(fields) => {
+                let mut input = dynamic::InputObject::new(name.as_str());
+                for f in fields {
+                    input = input.field(input_value(f));
+                }
+                builder.register(input)
+            }
+            Kind::Scalar => builder.register(dynamic::Scalar::new(name.as_str())),
+        };
+    }
+    builder.finish()
+}
+
+fn type_ref(ty: &Type) -> TypeRef {
+    let base = match &ty.base {
+        BaseType::Named(name) => TypeRef::named(name.to_string()),
+        BaseType::List(inner) => TypeRef::List(Box::new(type_ref(inner))),
+    };
+    if ty.nullable {
+        base
+    } else {
+        TypeRef::NonNull(Box::new(base))
+    }
+}
+
+fn input_value(arg: &ArgDef) -> InputValue {
+    let mut v = InputValue::new(arg.name.as_str(), type_ref(&arg.ty));
+    if let Some(d) = &arg.default {
+        v = v.default_value(d.clone());
+    }
+    if let Some(d) = &arg.description {
+        v = v.description(d.as_str());
+    }
+    v
+}

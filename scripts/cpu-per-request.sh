@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The gateway's CPU per client request, against the CPU of a bare HTTP exchange
+# measured in the same run (issue 14's targets).
+#
+# S is the server-side CPU of one exchange with `loadgen target`, a server that answers
+# a fixed body and does nothing else, under the same load as the gateway (loadgen bench,
+# 100 connections, 1 thread, the seed query's body). Each configuration of the seed
+# matrix (no cache, TTL 0, TTL 10) runs on a fresh gateway over one pair of subgraphs;
+# every round measures the target and the three configurations in turn, so drift hits
+# all alike. CPU comes from /proc/<pid>/stat (utime + stime) around the measured window
+# only (a separate warm-up run comes first), divided by the requests answered in it.
+#   scripts/cpu-per-request.sh [ROUNDS] [SECONDS]     (defaults 3 and 10)
+#   BIN=DIR scripts/cpu-per-request.sh                (measure binaries built elsewhere,
+#                                                      e.g. an older commit's; no build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib/record.sh
+record_output cpu-per-request # everything printed is also kept in results/<stamp>-cpu-per-request/summary.txt
+rounds=${1:-3}; secs=${2:-10}
+if [ -n "${BIN:-}" ]; then
+  bin=$BIN
+  echo "binaries: $bin, not built from this tree${BIN_COMMIT:+ but from commit $BIN_COMMIT}"
+else
+  cargo build --release --locked -p gateway -p user-service -p post-service -p loadgen
+  bin=$PWD/target/release
+fi
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) cores)"
+work=$(mktemp -d)
+pids=()
+stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+stop_all() { for p in "${pids[@]}"; do stop_pid "$p"; done; pids=(); }
+trap 'stop_all; rm -rf "$work"' EXIT
+wait_up() { for _ in $(seq 300); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "no answer from $1" >&2; return 1; }
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+echo '{"query":"query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }"}' > "$work/seed.json"
+load() { # url duration [json-out]
+  "$bin/loadgen" bench --url "$1" --body-file "$work/seed.json" -H 'content-type: application/json' \
+    --connections 100 --threads 1 --duration "$2" --json --no-progress > "${3:-/dev/null}"
+}
+up=$(port); pp=$(port); tp=$(port)
+"$bin/user-service" --listen 127.0.0.1:$up >/dev/null 2>&1 & user=$!; pids+=($user)
+"$bin/post-service" --listen 127.0.0.1:$pp >/dev/null 2>&1 & post=$!; pids+=($post)
+"$bin/loadgen" target --listen 127.0.0.1:$tp --threads 2 >/dev/null 2>&1 & target=$!; pids+=($target)
+wait_up "http://127.0.0.1:$up/health"; wait_up "http://127.0.0.1:$pp/health"; wait_up "http://127.0.0.1:$tp/"
+# measure NAME PID URL: warm up, then load for the window; one row of figures.
+measure() {
+  local name=$1 pid=$2 url=$3
+  load "$url" 2s
+  local g0 u0 p0 g1 u1 p1
+  g0=$(ticks "$pid"); u0=$(ticks $user); p0=$(ticks $post)
+  load "$url" "${secs}s" "$work/out.json"
+  g1=$(ticks "$pid"); u1=$(ticks $user); p1=$(ticks $post)
+  python3 - "$round" "$name" "$work/out.json" $((g1 - g0)) $((u1 - u0 + p1 - p0)) "$(getconf CLK_TCK)" <<'PY' | tee -a "$work/rows"
+import json, sys
+r = json.load(open(sys.argv[3]))
+n = max(r["requests"], 1)
+tick_us = 1e6 / int(sys.argv[6])
+server = int(sys.argv[4]) * tick_us / n
+subgraphs = int(sys.argv[5]) * tick_us / n
+client = r["loadgen_cpu"]["process_cores"] / max(r["requests_per_sec"], 1) * 1e6
+print(sys.argv[1], sys.argv[2], round(r["requests_per_sec"]), sum(r["errors"].values()),
+      round(server, 2), round(subgraphs, 2), round(client, 2))
+PY
+}
+gateway() { # NAME gateway-args...: a fresh gateway for one measurement
+  local name=$1; shift
+  local gp; gp=$(port)
+  "$bin/gateway" --listen 127.0.0.1:$gp --subgraph user=http://127.0.0.1:$up/graphql \
+    --subgraph post=http://127.0.0.1:$pp/graphql "$@" >/dev/null 2>&1 & local g=$!
+  wait_up "http://127.0.0.1:$gp/health"
+  measure "$name" $g "http://127.0.0.1:$gp/graphql"
+  stop_pid $g
+}
+echo "round what req/s errors server_cpu_us_per_request subgraph_cpu_us_per_request loadgen_cpu_us_per_request"
+for round in $(seq "$rounds"); do
+  measure target $target "http://127.0.0.1:$tp/"
+  gateway no-cache
+  gateway ttl-0 --ttl 0
+  gateway ttl-10 --ttl 10
+done
+python3 - "$work/rows" <<'PY'
+import sys, statistics as st
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+rounds = sorted({r[0] for r in rows}, key=int)
+by = {(r[0], r[1]): r for r in rows}
+s = {k: float(by[(k, "target")][4]) for k in rounds}
+targets = {"ttl-10": 2.0, "ttl-0": 2.5, "no-cache": 8.0}
+print()
+print(f"S, the server side of one bare exchange (loadgen target): {st.median(s.values()):.2f} us (median of {len(rounds)} rounds: "
+      + ", ".join(f"{v:.2f}" for v in s.values()) + ")")
+print()
+print("| configuration | req/s | gateway CPU per request | / S (median, min-max of rounds) | target | subgraphs CPU per request | loadgen CPU per request | errors |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
+for cfg in ("ttl-10", "ttl-0", "no-cache"):
+    rs = [by[(k, cfg)] for k in rounds]
+    ratios = [float(r[4]) / s[r[0]] for r in rs]
+    med = lambda i: st.median(float(r[i]) for r in rs)
+    ok = "holds" if st.median(ratios) <= targets[cfg] else "misses"
+    print(f"| {cfg} | {med(2):.0f} | {med(4):.1f} us | {st.median(ratios):.2f} S ({min(ratios):.2f}-{max(ratios):.2f}) | <= {targets[cfg]} S: {ok} | {med(5):.1f} us | {med(6):.1f} us | {sum(int(r[3]) for r in rs)} |")
+PY
