@@ -2,7 +2,10 @@
 # Side by side, in one run: this lab's gateway and the original Node.js stack
 # (../shared/peers/mercurius: Mercurius gateway + mercurius-cache), the same seed query,
 # the same load tool and settings (loadgen bench: 100 connections, 1 thread, 2 s warm-up),
-# no cache and TTL 0, interleaved round by round so drift hits both alike.
+# no cache and TTL 0, interleaved round by round so drift hits both alike. Besides
+# req/s and p99 it reports each gateway's CPU per request (utime + stime from
+# /proc/<pid>/stat over the measured window, after a separate 2 s warm-up run, divided
+# by the requests answered), which the shared cores disturb less than req/s.
 #   scripts/compare-mercurius.sh [ROUNDS] [SECONDS]      (defaults 3 and 10)
 # Needs node and npm (the peer's setup runs `npm ci`); the Node stack uses ports 3000-3002.
 set -euo pipefail
@@ -21,14 +24,23 @@ echo 'query { me { id name nickname: name topPosts(count: 2) { pid author { id }
 wait_up() { for _ in $(seq 300); do curl -fs "$1" -H 'content-type: application/json' -d '{"query":"{ __typename }"}' >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "no answer from $1" >&2; return 1; }
 pids=()
 stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done; pids=(); }
-bench() { # name config url
-  "$bin/loadgen" bench --url "$3" --query-file "$work/seed.graphql" --connections 100 --threads 1 \
-    --duration "${secs}s" --warmup 2s --json --no-progress > "$work/out.json"
-  python3 - "$1" "$2" "$work/out.json" <<'PY' | tee -a "$work/rows"
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+load() { # url duration [json-out]
+  "$bin/loadgen" bench --url "$1" --query-file "$work/seed.graphql" --connections 100 --threads 1 \
+    --duration "$2" --json --no-progress > "${3:-/dev/null}"
+}
+bench() { # name config url gateway-pid
+  load "$3" 2s
+  local before after
+  before=$(ticks "$4")
+  load "$3" "${secs}s" "$work/out.json"
+  after=$(ticks "$4")
+  python3 - "$1" "$2" "$work/out.json" $((after - before)) "$(getconf CLK_TCK)" <<'PY' | tee -a "$work/rows"
 import json, sys
 r = json.load(open(sys.argv[3]))
 e = r["errors"]
-print(sys.argv[1], sys.argv[2], r["requests_per_sec"], r["latency_ms"]["p99"], sum(e.values()))
+cpu_us = int(sys.argv[4]) / int(sys.argv[5]) / max(r["requests"], 1) * 1e6
+print(sys.argv[1], sys.argv[2], r["requests_per_sec"], r["latency_ms"]["p99"], sum(e.values()), round(cpu_us, 1))
 PY
 }
 ours() { # config gateway-args...
@@ -38,8 +50,9 @@ ours() { # config gateway-args...
   "$bin/post-service" --listen 127.0.0.1:$pp 2>/dev/null & pids+=($!)
   "$bin/gateway" --listen 127.0.0.1:$gp --subgraph user=http://127.0.0.1:$up/graphql \
     --subgraph post=http://127.0.0.1:$pp/graphql "$@" 2>/dev/null & pids+=($!)
+  local gateway=$!
   wait_up "http://127.0.0.1:$gp/graphql"
-  bench lab "$cfg" "http://127.0.0.1:$gp/graphql"; stop
+  bench lab "$cfg" "http://127.0.0.1:$gp/graphql" $gateway; stop
 }
 node_stack() { # config [ttl]
   local cfg=$1; shift
@@ -47,11 +60,12 @@ node_stack() { # config [ttl]
   (cd "$peer" && exec node post-service.js) >/dev/null 2>&1 & pids+=($!)
   wait_up http://127.0.0.1:3001/graphql; wait_up http://127.0.0.1:3002/graphql
   (cd "$peer" && exec node gateway.js "$@") >/dev/null 2>&1 & pids+=($!)
+  local gateway=$!
   wait_up http://127.0.0.1:3000/graphql
-  bench mercurius "$cfg" http://127.0.0.1:3000/graphql; stop
+  bench mercurius "$cfg" http://127.0.0.1:3000/graphql $gateway; stop
 }
 trap 'stop; rm -rf "$work"' EXIT
-echo "stack config req/s p99_ms errors"
+echo "stack config req/s p99_ms errors gateway_cpu_us_per_request"
 for _ in $(seq "$rounds"); do
   ours no-cache; node_stack no-cache
   ours ttl-0 --ttl 0; node_stack ttl-0 0
@@ -60,12 +74,13 @@ python3 - "$work/rows" <<'PY'
 import sys, statistics as st
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 print()
-print("| config | lab req/s | mercurius req/s | ratio lab/mercurius (median, min-max of rounds) | lab p99 ms | mercurius p99 ms |")
-print("|---|---|---|---|---|---|")
+print("| config | lab req/s | mercurius req/s | ratio lab/mercurius (median, min-max of rounds) | lab p99 ms | mercurius p99 ms | lab gateway CPU per request | mercurius gateway CPU per request | mercurius CPU / lab CPU (median, min-max) |")
+print("|---|---|---|---|---|---|---|---|---|")
 for cfg in ("no-cache", "ttl-0"):
     lab = [r for r in rows if r[0] == "lab" and r[1] == cfg]
     mer = [r for r in rows if r[0] == "mercurius" and r[1] == cfg]
     ratios = [float(a[2]) / float(b[2]) for a, b in zip(lab, mer)]
+    cpu = [float(b[5]) / float(a[5]) for a, b in zip(lab, mer)]
     med = lambda rs, i: st.median(float(r[i]) for r in rs)
-    print(f"| {cfg} | {med(lab,2):.0f} | {med(mer,2):.0f} | {st.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}) | {med(lab,3):.1f} | {med(mer,3):.1f} |")
+    print(f"| {cfg} | {med(lab,2):.0f} | {med(mer,2):.0f} | {st.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}) | {med(lab,3):.1f} | {med(mer,3):.1f} | {med(lab,5):.1f} us | {med(mer,5):.1f} us | {st.median(cpu):.2f}x ({min(cpu):.2f}-{max(cpu):.2f}) |")
 PY

@@ -12,6 +12,10 @@
 #   scripts/cpu-per-request.sh [ROUNDS] [SECONDS]     (defaults 3 and 10)
 #   BIN=DIR scripts/cpu-per-request.sh                (measure binaries built elsewhere,
 #                                                      e.g. an older commit's; no build)
+#   GATEWAYS="a=PATH b=PATH" scripts/cpu-per-request.sh
+#                                                     (several gateway builds side by side,
+#                                                      e.g. allocators; each round measures
+#                                                      every one of them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/record.sh
@@ -62,25 +66,31 @@ print(sys.argv[1], sys.argv[2], round(r["requests_per_sec"]), sum(r["errors"].va
       round(server, 2), round(subgraphs, 2), round(client, 2))
 PY
 }
-gateway() { # NAME gateway-args...: a fresh gateway for one measurement
-  local name=$1; shift
+gateway() { # NAME BINARY gateway-args...: a fresh gateway for one measurement
+  local name=$1 binary=$2; shift 2
   local gp; gp=$(port)
-  "$bin/gateway" --listen 127.0.0.1:$gp --subgraph user=http://127.0.0.1:$up/graphql \
+  "$binary" --listen 127.0.0.1:$gp --subgraph user=http://127.0.0.1:$up/graphql \
     --subgraph post=http://127.0.0.1:$pp/graphql "$@" >/dev/null 2>&1 & local g=$!
   wait_up "http://127.0.0.1:$gp/health"
   measure "$name" $g "http://127.0.0.1:$gp/graphql"
   stop_pid $g
 }
+variants=${GATEWAYS:-gateway=$bin/gateway}
+echo "gateways: $variants"
 echo "round what req/s errors server_cpu_us_per_request subgraph_cpu_us_per_request loadgen_cpu_us_per_request"
 for round in $(seq "$rounds"); do
   measure target $target "http://127.0.0.1:$tp/"
-  gateway no-cache
-  gateway ttl-0 --ttl 0
-  gateway ttl-10 --ttl 10
+  for variant in $variants; do
+    name=${variant%%=*}; binary=${variant#*=}
+    gateway "$name:no-cache" "$binary"
+    gateway "$name:ttl-0" "$binary" --ttl 0
+    gateway "$name:ttl-10" "$binary" --ttl 10
+  done
 done
-python3 - "$work/rows" <<'PY'
+python3 - "$work/rows" "$variants" <<'PY'
 import sys, statistics as st
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+variants = [v.split("=", 1)[0] for v in sys.argv[2].split()]
 rounds = sorted({r[0] for r in rows}, key=int)
 by = {(r[0], r[1]): r for r in rows}
 s = {k: float(by[(k, "target")][4]) for k in rounds}
@@ -89,12 +99,20 @@ print()
 print(f"S, the server side of one bare exchange (loadgen target): {st.median(s.values()):.2f} us (median of {len(rounds)} rounds: "
       + ", ".join(f"{v:.2f}" for v in s.values()) + ")")
 print()
-print("| configuration | req/s | gateway CPU per request | / S (median, min-max of rounds) | target | subgraphs CPU per request | loadgen CPU per request | errors |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
-for cfg in ("ttl-10", "ttl-0", "no-cache"):
-    rs = [by[(k, cfg)] for k in rounds]
-    ratios = [float(r[4]) / s[r[0]] for r in rs]
-    med = lambda i: st.median(float(r[i]) for r in rs)
-    ok = "holds" if st.median(ratios) <= targets[cfg] else "misses"
-    print(f"| {cfg} | {med(2):.0f} | {med(4):.1f} us | {st.median(ratios):.2f} S ({min(ratios):.2f}-{max(ratios):.2f}) | <= {targets[cfg]} S: {ok} | {med(5):.1f} us | {med(6):.1f} us | {sum(int(r[3]) for r in rs)} |")
+print("| gateway | configuration | req/s | gateway CPU per request | / S (median, min-max of rounds) | target | subgraphs CPU per request | loadgen CPU per request | errors |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+for variant in variants:
+    for cfg in ("ttl-10", "ttl-0", "no-cache"):
+        rs = [by[(k, f"{variant}:{cfg}")] for k in rounds]
+        ratios = [float(r[4]) / s[r[0]] for r in rs]
+        med = lambda i: st.median(float(r[i]) for r in rs)
+        ok = "holds" if st.median(ratios) <= targets[cfg] else "misses"
+        print(f"| {variant} | {cfg} | {med(2):.0f} | {med(4):.1f} us | {st.median(ratios):.2f} S ({min(ratios):.2f}-{max(ratios):.2f}) | <= {targets[cfg]} S: {ok} | {med(5):.1f} us | {med(6):.1f} us | {sum(int(r[3]) for r in rs)} |")
+if len(variants) > 1:
+    print()
+    print(f"Each gateway's CPU per request against {variants[0]}'s, per round (median, min-max):")
+    for variant in variants[1:]:
+        for cfg in ("ttl-10", "ttl-0", "no-cache"):
+            ratios = [float(by[(k, f"{variant}:{cfg}")][4]) / float(by[(k, f"{variants[0]}:{cfg}")][4]) for k in rounds]
+            print(f"  {variant} / {variants[0]} at {cfg}: {st.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})")
 PY
