@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/record.sh
-record_output cpu-per-request # everything printed is also kept in results/<stamp>-cpu-per-request/summary.txt
+record_output "${RUN_NAME:-cpu-per-request}" # everything printed is also kept in results/<stamp>-<name>/summary.txt
 rounds=${1:-3}; secs=${2:-10}
 if [ -n "${BIN:-}" ]; then
   bin=$BIN

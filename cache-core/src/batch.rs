@@ -41,6 +41,7 @@ use crate::key::CacheKey;
 use crate::namespace::Namespace;
 use crate::policy::Fetched;
 use crate::stats::Counter;
+use crate::storage::StorageFuture;
 use crate::Cache;
 
 /// One call of a [`Cache::get_or_fetch_many`] batch.
@@ -72,6 +73,32 @@ struct Lead<V> {
 }
 
 impl<V: Clone + Send + Sync + 'static> Cache<V> {
+    /// The fresh value stored under `key`, when the storage can answer at once (the
+    /// memory store always can; one that needs a round trip never does), counted as
+    /// a hit. `None` otherwise (missing, stale, bypassed by a strategy, or the answer
+    /// needs waiting): then nothing is counted, and the call goes through
+    /// [`Cache::get_or_fetch_many`] or [`Cache::get_or_fetch`] as usual.
+    ///
+    /// This lets a caller answer everything that is cached without building a
+    /// future per call.
+    pub fn hit_now(&self, key: CacheKey, namespace: &Namespace<V>) -> Option<V> {
+        let inner = &*self.inner;
+        if !namespace.policy().may_store()
+            || (!inner.strategies.is_empty() && inner.bypassed(namespace, key))
+        {
+            return None;
+        }
+        let StorageFuture::Ready(ready) = inner.storage.get(key) else {
+            return None;
+        };
+        let stored = ready.into_inner().ok().flatten()?;
+        if Instant::now() >= stored.fresh_until {
+            return None;
+        }
+        namespace.counters().incr(Counter::Hits);
+        Some(stored.value)
+    }
+
     /// The values for many calls at once, in order: stored, shared with
     /// fetches in flight, or fetched by one run of `fetch` for all the
     /// calls that need one (see the module docs).

@@ -6,4 +6,9 @@
 //! README ("Allocator and hashing").
 
 /// A `HashMap` with ahash's fast hasher.
+#[cfg(not(feature = "std-hasher"))]
 pub type FastMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;
+
+/// A `HashMap` with std's SipHash (the `std-hasher` build, for comparison).
+#[cfg(feature = "std-hasher")]
+pub type FastMap<K, V> = std::collections::HashMap<K, V>;

@@ -10,6 +10,11 @@ use gateway::startup::{Backoff, GatewayConfig};
 use gateway::supergraph::Subgraph;
 use gateway::validation::DocumentLimits;
 
+/// The `mimalloc` build's allocator (README "Allocator and hashing").
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(
     about = "Federating GraphQL gateway: composes the subgraphs' SDL and plans queries across them",

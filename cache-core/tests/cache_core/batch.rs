@@ -319,3 +319,27 @@ async fn a_fetch_that_answers_too_few_calls_fails_the_rest_and_stores_nothing_fo
     assert!(results[1].is_err());
     assert_eq!(cache.peek(key("u2")).await, None);
 }
+
+#[tokio::test]
+async fn hit_now_answers_fresh_stored_values_without_a_future_and_counts_only_hits() {
+    let cache: Cache<u32> = Cache::builder()
+        .ttl(Duration::from_millis(50))
+        .stale(Duration::from_secs(60))
+        .build();
+    let ns = cache.namespace("User.name");
+    assert_eq!(cache.hit_now(key("u1"), &ns), None, "nothing stored yet");
+    cache
+        .get_or_fetch(key("u1"), &ns, || async { Ok::<_, Boom>(4u32) })
+        .await
+        .unwrap();
+    assert_eq!(cache.hit_now(key("u1"), &ns), Some(4));
+    let stats = stats_of(&cache, "User.name");
+    assert_eq!((stats.hits, stats.misses), (1, 1));
+    // Stale: left to the full call, which serves it and refreshes.
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    assert_eq!(cache.hit_now(key("u1"), &ns), None);
+    assert_eq!(stats_of(&cache, "User.name").hits, 1);
+    // A namespace that stores nothing never hits.
+    let dedupe_only = cache.namespace_with("Query.me", cache_core::Policy::new());
+    assert_eq!(cache.hit_now(key("u1"), &dedupe_only), None);
+}

@@ -34,7 +34,6 @@
 //! back at once, calls in flight elsewhere are joined, and the closure is asked once
 //! for all the misses (one subgraph request).
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -48,6 +47,7 @@ mod tiers;
 pub use settings::{CacheSettings, FieldPolicy, KeyPolicy, PolicyFile, RedisSettings, StorageKind};
 
 use crate::execute::RequestInput;
+use crate::fast_map::FastMap;
 use crate::piece::Piece;
 use crate::plan::{EntitySite, Plan, RootFetch};
 use crate::upstream::FetchError;
@@ -77,7 +77,7 @@ pub struct ResolverCache {
     /// `tiers[0]` is `--storage`'s.
     tiers: Vec<Tier>,
     settings: CacheSettings,
-    slots: RwLock<HashMap<Arc<str>, Slot>>,
+    slots: RwLock<FastMap<Arc<str>, Slot>>,
 }
 
 impl ResolverCache {
@@ -107,7 +107,7 @@ impl ResolverCache {
         Ok(ResolverCache {
             tiers,
             settings,
-            slots: RwLock::new(HashMap::new()),
+            slots: RwLock::new(FastMap::default()),
         })
     }
 
@@ -272,6 +272,15 @@ impl ResolverCache {
         text.into()
     }
 
+    /// The stored piece for `call`, when the storage has it fresh and can answer at
+    /// once (counted as a hit); `None` sends the call to [`ResolverCache::fetch`].
+    pub fn hit_now(&self, call: &Call) -> Option<Piece> {
+        let key = call.key?;
+        self.tiers[call.slot.tier]
+            .cache
+            .hit_now(key, &call.slot.namespace)
+    }
+
     /// Resolve `calls` together: hits at once, calls in flight elsewhere joined, and
     /// one run of `fetch` (given the indices of the calls it must answer) for every
     /// miss and bypass. A piece with errors is handed to whoever waited for it but
@@ -281,57 +290,92 @@ impl ResolverCache {
         F: Fn(Vec<usize>) -> Fut + Clone + Send + Sync + 'static,
         Fut: Future<Output = Vec<Result<Piece, FetchError>>> + Send + 'static,
     {
+        let mut tiers: Vec<usize> = calls.iter().map(|c| c.slot.tier).collect();
+        tiers.sort_unstable();
+        tiers.dedup();
+        if let [tier] = tiers[..] {
+            // The usual case: every call in one tier, indices as they are.
+            return self.fetch_tier(tier, calls, None, fetch).await;
+        }
         let mut results: Vec<Option<Result<Piece, FetchError>>> =
             calls.iter().map(|_| None).collect();
-        let tiers: Vec<usize> = {
-            let mut t: Vec<usize> = calls.iter().map(|c| c.slot.tier).collect();
-            t.sort_unstable();
-            t.dedup();
-            t
-        };
         for tier in tiers {
             // The calls of this tier, by their index in `calls`.
             let mine: Arc<[usize]> = (0..calls.len())
                 .filter(|&i| calls[i].slot.tier == tier)
                 .collect();
-            let batch: Vec<BatchCall<'_, Piece>> = mine
-                .iter()
-                .map(|&i| match calls[i].key {
-                    Some(key) => BatchCall::Cached {
-                        key,
-                        namespace: &calls[i].slot.namespace,
-                    },
-                    None => BatchCall::Bypass {
-                        namespace: &calls[i].slot.namespace,
-                    },
-                })
-                .collect();
-            let extra: Arc<[Arc<FieldPolicy>]> =
-                mine.iter().map(|&i| calls[i].slot.rule.clone()).collect();
-            let (fetch, map) = (fetch.clone(), mine.clone());
-            let fetch_tier = move |local: Vec<usize>| {
-                let (fetch, map, extra) = (fetch.clone(), map.clone(), extra.clone());
-                async move {
-                    let global: Vec<usize> = local.iter().map(|&l| map[l]).collect();
-                    let pieces = fetch(global).await;
-                    local
-                        .iter()
-                        .zip(pieces)
-                        .map(|(&l, piece)| piece.map(|p| keep(p, &extra[l].references)))
-                        .collect::<Vec<_>>()
-                }
-            };
-            let answers = self.tiers[tier]
-                .cache
-                .get_or_fetch_many(&batch, fetch_tier)
+            let subset: Vec<&Call> = mine.iter().map(|&i| &calls[i]).collect();
+            let answers = self
+                .fetch_tier(tier, &subset, Some(mine.clone()), fetch.clone())
                 .await;
             for (&i, answer) in mine.iter().zip(answers) {
-                results[i] = Some(answer.map_err(unwrap_error));
+                results[i] = Some(answer);
             }
         }
         results
             .into_iter()
             .map(|r| r.unwrap_or_else(|| Err(unwrap_error(CacheError::Aborted))))
+            .collect()
+    }
+
+    /// [`ResolverCache::fetch`] for calls of one tier; `map` turns their indices into
+    /// the indices `fetch` knows (none: the same).
+    async fn fetch_tier<C, F, Fut>(
+        &self,
+        tier: usize,
+        calls: &[C],
+        map: Option<Arc<[usize]>>,
+        fetch: F,
+    ) -> Vec<Result<Piece, FetchError>>
+    where
+        C: std::borrow::Borrow<Call>,
+        F: Fn(Vec<usize>) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Vec<Result<Piece, FetchError>>> + Send + 'static,
+    {
+        let batch: Vec<BatchCall<'_, Piece>> = calls
+            .iter()
+            .map(|c| {
+                let c = c.borrow();
+                match c.key {
+                    Some(key) => BatchCall::Cached {
+                        key,
+                        namespace: &c.slot.namespace,
+                    },
+                    None => BatchCall::Bypass {
+                        namespace: &c.slot.namespace,
+                    },
+                }
+            })
+            .collect();
+        // The policies' own references, only when some call has any.
+        let extra: Option<Arc<[Arc<FieldPolicy>]>> = calls
+            .iter()
+            .any(|c| !c.borrow().slot.rule.references.is_empty())
+            .then(|| calls.iter().map(|c| c.borrow().slot.rule.clone()).collect());
+        let fetch_tier = move |local: Vec<usize>| {
+            let (fetch, map, extra) = (fetch.clone(), map.clone(), extra.clone());
+            async move {
+                let asked = match &map {
+                    Some(map) => local.iter().map(|&l| map[l]).collect(),
+                    None => local.clone(),
+                };
+                let pieces = fetch(asked).await;
+                local
+                    .iter()
+                    .zip(pieces)
+                    .map(|(&l, piece)| {
+                        let refs = extra.as_ref().map_or(&[][..], |e| &e[l].references[..]);
+                        piece.map(|p| keep(p, refs))
+                    })
+                    .collect::<Vec<_>>()
+            }
+        };
+        self.tiers[tier]
+            .cache
+            .get_or_fetch_many(&batch, fetch_tier)
+            .await
+            .into_iter()
+            .map(|answer| answer.map_err(unwrap_error))
             .collect()
     }
 

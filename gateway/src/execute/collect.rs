@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::caching::Call;
 use crate::json::{Kind, Tape, Value};
 use crate::piece::Piece;
 use crate::plan::{Plan, Selection, SiteId, Source};
@@ -19,6 +20,8 @@ pub struct EntityCall<'p> {
     pub object: ObjectId,
     /// `{"__typename":…,"key":…}`, or why it could not be built.
     pub representation: Result<String, Failure>,
+    /// The cache's call for it, once looked up.
+    pub cached: Option<Call>,
 }
 
 /// The identity of `value`'s object within a request.
@@ -48,6 +51,7 @@ pub fn calls<'p>(
                     selection,
                     object: object_id(tape, value),
                     representation: representation(plan, site, value),
+                    cached: None,
                 });
             }
             for field in &selection.fields {

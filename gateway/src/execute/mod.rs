@@ -12,8 +12,11 @@
 //!
 //! With a cache ([`crate::caching`]) every root field and every entity is looked up
 //! under its own key first; only the misses go into the request, and a miss that
-//! another request is already fetching is joined instead. Without one, every fetch
-//! goes upstream (identical entities of one wave still share one representation).
+//! another request is already fetching is joined instead. Lookups the store answers
+//! at once (memory) are made before any future is built, level after level, so a
+//! request that is all hits completes in its first poll. Without a cache, every
+//! fetch goes upstream (identical entities of one wave still share one
+//! representation).
 //!
 //! Nothing here builds a value tree: subgraph answers stay in their [`Tape`]s as
 //! [`Piece`]s, recorded per root field and per (site, object); the response writer
@@ -34,7 +37,7 @@ use async_graphql_value::{ConstValue, Value as AstValue};
 use hyper::header::{HeaderMap, HeaderValue};
 use parking_lot::Mutex;
 
-use crate::caching::ResolverCache;
+use crate::caching::{Call, ResolverCache};
 use crate::fast_map::FastMap;
 use crate::piece::Piece;
 use crate::plan::{Plan, SiteId};
@@ -122,12 +125,36 @@ impl Executor {
         let fetches = async {
             if plan.mutation {
                 for i in 0..plan.roots.len() {
-                    self.root(plan, i, input, &found).await;
+                    self.root(plan, i, None, input, &found).await;
                 }
-            } else {
-                let roots = (0..plan.roots.len()).map(|i| self.root(plan, i, input, &found));
-                futures::future::join_all(roots).await;
+                return;
             }
+            // What the cache has at once, before any future.
+            let mut missing = Vec::new();
+            let mut next = Vec::new();
+            for (i, root) in plan.roots.iter().enumerate() {
+                let call = self.cache.as_ref().map(|c| c.root_call(plan, root, input));
+                let hit = match (&self.cache, &call) {
+                    (Some(cache), Some(call)) => cache.hit_now(call),
+                    _ => None,
+                };
+                match hit {
+                    Some(piece) => record_root(plan, i, Ok(piece), &mut next, &found),
+                    None => missing.push((i, call)),
+                }
+            }
+            let next = self.hits(plan, next, input, &found);
+            if missing.is_empty() && next.is_empty() {
+                return;
+            }
+            let roots = missing
+                .into_iter()
+                .map(|(i, call)| self.root(plan, i, call, input, &found));
+            futures::future::join(
+                futures::future::join_all(roots),
+                self.waves(plan, next, input, &found),
+            )
+            .await;
         };
         let introspection = async {
             match &plan.introspection {
@@ -148,11 +175,13 @@ impl Executor {
         }
     }
 
-    /// Fetch root field `i`, then everything beneath it.
+    /// Fetch root field `i` (`call` is the cache's call for it, when a query), then
+    /// everything beneath it.
     async fn root(
         &self,
         plan: &Arc<Plan>,
         i: usize,
+        call: Option<Call>,
         input: &Arc<RequestInput>,
         found: &Mutex<Found>,
     ) {
@@ -164,11 +193,10 @@ impl Executor {
             root.subgraph,
             vec![Item::Root(i)],
         ));
-        let piece = match &self.cache {
-            Some(cache) if !root.mutation => {
-                let call = [cache.root_call(plan, root, input)];
+        let piece = match (&self.cache, call) {
+            (Some(cache), Some(call)) => {
                 cache
-                    .fetch(&call, move |asked| wave.clone().fetch(asked))
+                    .fetch(&[call], move |asked| wave.clone().fetch(asked))
                     .await
             }
             _ => wave.fetch(vec![0]).await,
@@ -184,13 +212,64 @@ impl Executor {
             cache.after_mutation(&root.namespace, piece).await;
         }
         let mut next = Vec::new();
-        if let (Ok(piece), Some(children)) = (&piece, &plan.root.fields[root.out_field].children) {
-            if let Some(value) = piece.value() {
-                collect::calls(plan, piece.tape(), value, children, &mut next);
-            }
-        }
-        found.lock().roots[i] = Some(piece.map_err(|e| e.to_string().into()));
+        record_root(
+            plan,
+            i,
+            piece.map_err(|e| e.to_string().into()),
+            &mut next,
+            found,
+        );
+        let next = self.hits(plan, next, input, found);
         self.waves(plan, next, input, found).await;
+    }
+
+    /// Answer what the cache has at once among `calls`, and among the calls their
+    /// answers lead to, level after level; record calls that cannot be made. Returns
+    /// the calls that need a fetch, each with its cache call.
+    fn hits<'a>(
+        &self,
+        plan: &'a Plan,
+        mut calls: Vec<EntityCall<'a>>,
+        input: &RequestInput,
+        found: &Mutex<Found>,
+    ) -> Vec<EntityCall<'a>> {
+        let mut misses = Vec::new();
+        while !calls.is_empty() {
+            let mut next = Vec::new();
+            for mut call in calls {
+                let representation = match &call.representation {
+                    Ok(r) => r,
+                    Err(failure) => {
+                        found
+                            .lock()
+                            .sites
+                            .insert((call.site, call.object), Err(failure.clone()));
+                        continue;
+                    }
+                };
+                let Some(cache) = &self.cache else {
+                    misses.push(call);
+                    continue;
+                };
+                let site = &plan.sites[call.site as usize];
+                let cached = cache.entity_call(plan, site, representation, input);
+                match cache.hit_now(&cached) {
+                    Some(piece) => {
+                        collect::entity_fields(plan, &call, &piece, &mut next);
+                        found
+                            .lock()
+                            .sites
+                            .insert((call.site, call.object), Ok(piece));
+                    }
+                    None => {
+                        call.cached = Some(cached);
+                        misses.push(call);
+                    }
+                }
+            }
+            calls = next;
+        }
+        misses
     }
 
     /// Fetch the entities `calls` ask for, one request per subgraph, then whatever
@@ -228,75 +307,54 @@ impl Executor {
         &'a self,
         plan: &'a Arc<Plan>,
         subgraph: SubgraphId,
-        calls: Vec<EntityCall<'a>>,
+        mut calls: Vec<EntityCall<'a>>,
         input: &'a Arc<RequestInput>,
         found: &'a Mutex<Found>,
     ) {
-        // Distinct (site, representation) pairs become the wave's items.
+        // Distinct (site, representation) pairs become the wave's items (the
+        // representations were all built: `hits` recorded the failures).
         let mut items: Vec<Item> = Vec::new();
+        let mut cached: Vec<Call> = Vec::new();
         let mut firsts: Vec<usize> = Vec::new();
-        let mut index: FastMap<(SiteId, &str), usize> = FastMap::default();
-        let mut item_of: Vec<Option<usize>> = Vec::with_capacity(calls.len());
-        for (c, call) in calls.iter().enumerate() {
-            let Ok(representation) = &call.representation else {
-                item_of.push(None);
-                continue;
-            };
-            let at = *index
-                .entry((call.site, representation.as_str()))
-                .or_insert_with(|| {
+        let mut item_of: Vec<usize> = Vec::with_capacity(calls.len());
+        {
+            let mut index: FastMap<(SiteId, &str), usize> = FastMap::default();
+            for (c, call) in calls.iter_mut().enumerate() {
+                let representation = call.representation.as_deref().unwrap_or_default();
+                let at = *index.entry((call.site, representation)).or_insert_with(|| {
                     items.push(Item::Entity {
                         site: call.site,
-                        representation: representation.as_str().into(),
+                        representation: representation.into(),
                     });
+                    if let Some(c) = call.cached.take() {
+                        cached.push(c);
+                    }
                     firsts.push(c);
                     items.len() - 1
                 });
-            item_of.push(Some(at));
+                item_of.push(at);
+            }
         }
-        drop(index);
-        let pieces: Vec<Result<Piece, Failure>> = if items.is_empty() {
-            Vec::new()
-        } else {
-            let calls_for_cache = self.cache.as_ref().map(|cache| {
-                let calls: Vec<_> = items
-                    .iter()
-                    .map(|item| match item {
-                        Item::Entity {
-                            site,
-                            representation,
-                        } => cache.entity_call(
-                            plan,
-                            &plan.sites[*site as usize],
-                            representation,
-                            input,
-                        ),
-                        Item::Root(_) => unreachable!("a wave holds entities only"),
-                    })
-                    .collect();
-                (cache, calls)
-            });
-            let n = items.len();
-            let wave = Arc::new(Wave::new(
-                self.upstream.clone(),
-                plan.clone(),
-                input.clone(),
-                subgraph,
-                items,
-            ));
-            let answers = match calls_for_cache {
-                Some((cache, calls)) => {
-                    cache
-                        .fetch(&calls, move |asked| wave.clone().fetch(asked))
-                        .await
-                }
-                None => wave.fetch((0..n).collect()).await,
-            };
-            answers
-                .into_iter()
-                .map(|a| a.map_err(|e| Failure::from(e.to_string())))
-                .collect()
+        let n = items.len();
+        let wave = Arc::new(Wave::new(
+            self.upstream.clone(),
+            plan.clone(),
+            input.clone(),
+            subgraph,
+            items,
+        ));
+        let answers = match &self.cache {
+            Some(cache) if cached.len() == n => {
+                cache
+                    .fetch(&cached, move |asked| wave.clone().fetch(asked))
+                    .await
+            }
+            _ => wave.fetch((0..n).collect()).await,
         };
+        let pieces: Vec<Result<Piece, Failure>> = answers
+            .into_iter()
+            .map(|a| a.map_err(|e| Failure::from(e.to_string())))
+            .collect();
         // What the answers need next: each distinct entity is walked once.
         let mut next = Vec::new();
         for (&first, piece) in firsts.iter().zip(&pieces) {
@@ -306,15 +364,31 @@ impl Executor {
         }
         {
             let mut found = found.lock();
-            for (call, item) in calls.iter().zip(item_of) {
-                let result = match (&call.representation, item) {
-                    (_, Some(i)) => pieces[i].clone(),
-                    (Err(failure), None) => Err(failure.clone()),
-                    (Ok(_), None) => continue,
-                };
-                found.sites.insert((call.site, call.object), result);
+            for (call, &item) in calls.iter().zip(&item_of) {
+                found
+                    .sites
+                    .insert((call.site, call.object), pieces[item].clone());
             }
         }
+        let next = self.hits(plan, next, input, found);
         self.waves(plan, next, input, found).await;
     }
+}
+
+/// Record root field `i`'s answer, and push the entity calls beneath it.
+fn record_root<'a>(
+    plan: &'a Plan,
+    i: usize,
+    piece: Result<Piece, Failure>,
+    next: &mut Vec<EntityCall<'a>>,
+    found: &Mutex<Found>,
+) {
+    if let (Ok(piece), Some(children)) =
+        (&piece, &plan.root.fields[plan.roots[i].out_field].children)
+    {
+        if let Some(value) = piece.value() {
+            collect::calls(plan, piece.tape(), value, children, next);
+        }
+    }
+    found.lock().roots[i] = Some(piece);
 }
