@@ -302,6 +302,11 @@ fn plan_for(
     }
     let plan =
         Arc::new(compile(&app.supergraph, &entry.doc, op, variables).map_err(|e| e.to_string())?);
+    if bits.is_none() && fresh {
+        // More condition variables than plans are kept for: the document is kept,
+        // its plans are compiled per request.
+        app.documents.insert(key, entry.clone());
+    }
     if let Some(bits) = bits {
         let kept = KeptPlan {
             operation: operation_name.map(Arc::from),
