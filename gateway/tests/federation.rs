@@ -411,3 +411,22 @@ async fn responses_keep_query_order_for_named_operations_fragments_and_aliases()
         r#"{"data":{"z":[{"title":"Post 1","pid":"p1"}],"a":{"topPosts":[{"title":"Post 1"}],"n":"John"}}}"#
     );
 }
+
+#[tokio::test]
+async fn a_subgraph_answer_over_the_body_limit_is_an_error_at_its_fields() {
+    let lab = Lab::start_with(|c| c.max_upstream_body_bytes = 120).await;
+    let answer = lab
+        .query("{ me { id } topPosts(count: 4) { pid title content } }")
+        .await;
+    // users' small answer fits; posts' does not.
+    assert_eq!(answer["data"]["me"], json!({ "id": "u1" }));
+    assert_eq!(answer["data"]["topPosts"], json!(null));
+    assert_eq!(answer["errors"][0]["path"], json!(["topPosts"]));
+    assert!(
+        answer["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("subgraph post answered more than 120 bytes"),
+        "{answer}"
+    );
+}

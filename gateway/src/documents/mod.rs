@@ -43,6 +43,8 @@ use async_graphql_parser::types::ExecutableDocument;
 pub use admission::{admit, check_variables, Refusal};
 pub use weigh::heap_size;
 
+use cache_core::key::PrehashedKeys;
+
 use crate::plan::{Conditions, Plan};
 
 /// The cache key: a 128-bit hash of the document text.
@@ -112,7 +114,7 @@ const MAX_PLANS: usize = 16;
 
 /// Parsed documents and their plans, bounded by their estimated heap size.
 pub struct DocumentCache {
-    store: Option<moka::sync::Cache<DocumentKey, CachedDocument>>,
+    store: Option<moka::sync::Cache<DocumentKey, CachedDocument, PrehashedKeys>>,
     max_bytes: u64,
     hits: AtomicU64,
     misses: AtomicU64,
@@ -135,7 +137,8 @@ impl DocumentCache {
                         counted.fetch_add(1, Relaxed);
                     }
                 })
-                .build()
+                // The key is already a hash: hashing it again would be wasted work.
+                .build_with_hasher(PrehashedKeys)
         });
         DocumentCache {
             store,
