@@ -5,9 +5,11 @@
 //! built to resist crafted keys, which these never are. The choice is measured in the
 //! README ("Allocator and hashing").
 
-/// A `HashMap` with ahash's fast hasher.
+/// A `HashMap` with ahash's fast hasher, with fixed keys (a new map costs nothing
+/// to seed).
 #[cfg(not(feature = "std-hasher"))]
-pub type FastMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;
+pub type FastMap<K, V> =
+    std::collections::HashMap<K, V, std::hash::BuildHasherDefault<ahash::AHasher>>;
 
 /// A `HashMap` with std's SipHash (the `std-hasher` build, for comparison).
 #[cfg(feature = "std-hasher")]

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::http::{header, HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -241,17 +241,20 @@ pub fn text_nesting(query: &str) -> usize {
 }
 
 /// The whole body, within the size and time limits.
-pub async fn read_body(body: Body, limits: &RequestLimits) -> Result<Bytes, Rejection> {
-    let read = axum::body::to_bytes(body, limits.max_body_bytes);
+pub async fn read_body<B>(body: B, limits: &RequestLimits) -> Result<Bytes, Rejection>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    use http_body_util::BodyExt;
+    let read = http_body_util::Limited::new(body, limits.max_body_bytes).collect();
     match tokio::time::timeout(limits.body_read_timeout, read).await {
         Err(_) => Err(Rejection::new(
             StatusCode::REQUEST_TIMEOUT,
             "the request body did not arrive in time",
         )),
         Ok(Err(e)) => {
-            let too_large = std::error::Error::source(&e)
-                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
-            if too_large {
+            if e.is::<http_body_util::LengthLimitError>() {
                 Err(Rejection::new(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     format!(
@@ -265,7 +268,7 @@ pub async fn read_body(body: Body, limits: &RequestLimits) -> Result<Bytes, Reje
                 )))
             }
         }
-        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
     }
 }
 

@@ -16,7 +16,6 @@
 //! and `errors`; anything that is not a GraphQL response is a [`FetchError`].
 
 use std::future::{poll_fn, Future};
-use std::net::SocketAddr;
 use std::pin::{pin, Pin};
 use std::sync::Arc;
 use std::task::Poll;
@@ -91,11 +90,16 @@ pub struct SubgraphRequest<'a> {
 
 type Driver = Pin<Box<http1::Connection<TokioIo<TcpStream>, Full<Bytes>>>>;
 
-/// A keep-alive connection: hyper's sender and the future that does its I/O.
+/// A keep-alive connection: hyper's sender, the future that does its I/O, and its
+/// exchanges' timer.
 struct Connection {
     sender: SendRequest<Full<Bytes>>,
     /// `None` once the connection has closed.
     driver: Option<Driver>,
+    /// Re-armed lazily: it stays at an earlier exchange's deadline, which always
+    /// comes first, and moves to the current one when it fires early. So the timer
+    /// wheel is touched about once per timeout per connection, not once per exchange.
+    timer: Pin<Box<tokio::time::Sleep>>,
 }
 
 /// Await `work` while polling the connection's I/O in the same task. When the
@@ -202,18 +206,7 @@ impl Upstream {
         let mut attempt = 0;
         loop {
             self.metrics.upstream_request(request.subgraph);
-            let exchange = self.exchange(endpoint, &request);
-            let outcome = match tokio::time::timeout(self.timeout, exchange).await {
-                Ok(outcome) => outcome,
-                Err(_) => Err(Failure {
-                    error: FetchError::Timeout {
-                        subgraph: endpoint.name.clone(),
-                        timeout: self.timeout,
-                    },
-                    retryable: false,
-                }),
-            };
-            match outcome {
+            match self.exchange(endpoint, &request).await {
                 Ok((status, body)) => {
                     return parse_response(&endpoint.name, status, body).inspect_err(|_| {
                         self.metrics.upstream_error(request.subgraph);
@@ -236,7 +229,17 @@ impl Upstream {
         endpoint: &Endpoint,
         request: &SubgraphRequest<'_>,
     ) -> Result<(u16, Bytes), Failure> {
-        let mut connection = self.checkout(endpoint).await?;
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let timed_out = || Failure {
+            error: FetchError::Timeout {
+                subgraph: endpoint.name.clone(),
+                timeout: self.timeout,
+            },
+            retryable: false,
+        };
+        let mut connection = tokio::time::timeout_at(deadline, self.checkout(endpoint))
+            .await
+            .map_err(|_| timed_out())??;
         let mut http = Request::builder()
             .method(Method::POST)
             .uri(endpoint.path.clone())
@@ -249,7 +252,14 @@ impl Upstream {
             .body(Full::new(request.body.clone()))
             .map_err(|e| unavailable(endpoint, e.to_string(), false))?;
         let limit = self.max_body_bytes;
-        let Connection { sender, driver } = &mut connection;
+        let Connection {
+            sender,
+            driver,
+            timer,
+        } = &mut connection;
+        if timer.is_elapsed() {
+            timer.as_mut().reset(deadline);
+        }
         let work = async {
             let response = sender.send_request(http).await?;
             let status = response.status().as_u16();
@@ -281,7 +291,27 @@ impl Upstream {
             };
             Ok::<_, hyper::Error>(Ok((status, bytes)))
         };
-        match drive(driver, work).await {
+        let answer = {
+            let mut work = pin!(drive(driver, work));
+            poll_fn(|cx| {
+                if let Poll::Ready(out) = work.as_mut().poll(cx) {
+                    return Poll::Ready(Some(out));
+                }
+                while timer.as_mut().poll(cx).is_ready() {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Poll::Ready(None);
+                    }
+                    timer.as_mut().reset(deadline);
+                }
+                Poll::Pending
+            })
+            .await
+        };
+        // A connection that timed out may still carry the late answer: never reused.
+        let Some(answer) = answer else {
+            return Err(timed_out());
+        };
+        match answer {
             Ok(Ok(answer)) => {
                 self.checkin(endpoint, connection);
                 Ok(answer)
@@ -304,7 +334,7 @@ impl Upstream {
             let Some(mut connection) = endpoint.idle.lock().pop() else {
                 break;
             };
-            let Connection { sender, driver } = &mut connection;
+            let Connection { sender, driver, .. } = &mut connection;
             if driver.is_some() && drive(driver, sender.ready()).await.is_ok() {
                 return Ok(connection);
             }
@@ -325,6 +355,7 @@ impl Upstream {
         Ok(Connection {
             sender,
             driver: Some(Box::pin(driver)),
+            timer: Box::pin(tokio::time::sleep(Duration::ZERO)),
         })
     }
 
@@ -336,14 +367,6 @@ impl Upstream {
         if idle.len() < MAX_IDLE {
             idle.push(connection);
         }
-    }
-
-    /// The subgraphs' addresses, for start-up messages and tests.
-    pub fn addresses(&self) -> Vec<(String, Option<SocketAddr>)> {
-        self.endpoints
-            .iter()
-            .map(|e| (e.name.clone(), e.authority.parse().ok()))
-            .collect()
     }
 }
 

@@ -290,6 +290,10 @@ impl ResolverCache {
         F: Fn(Vec<usize>) -> Fut + Clone + Send + Sync + 'static,
         Fut: Future<Output = Vec<Result<Piece, FetchError>>> + Send + 'static,
     {
+        if let [call] = calls {
+            // One call (every root field, and many waves): the single-key path.
+            return vec![self.fetch_one(call, fetch).await];
+        }
         let mut tiers: Vec<usize> = calls.iter().map(|c| c.slot.tier).collect();
         tiers.sort_unstable();
         tiers.dedup();
@@ -316,6 +320,30 @@ impl ResolverCache {
             .into_iter()
             .map(|r| r.unwrap_or_else(|| Err(unwrap_error(CacheError::Aborted))))
             .collect()
+    }
+
+    /// [`ResolverCache::fetch`] for one call, through cache-core's single-key path.
+    async fn fetch_one<F, Fut>(&self, call: &Call, fetch: F) -> Result<Piece, FetchError>
+    where
+        F: Fn(Vec<usize>) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Vec<Result<Piece, FetchError>>> + Send + 'static,
+    {
+        let cache = &self.tiers[call.slot.tier].cache;
+        let rule = call.slot.rule.clone();
+        let one = move || async move {
+            let answer = fetch(vec![0]).await.pop().unwrap_or_else(|| {
+                Err(FetchError::Unavailable {
+                    subgraph: "cache".into(),
+                    detail: "the fetch returned no answer".into(),
+                })
+            });
+            answer.map(|piece| keep(piece, &rule.references))
+        };
+        match call.key {
+            Some(key) => cache.get_or_fetch(key, &call.slot.namespace, one).await,
+            None => cache.bypass(&call.slot.namespace, one).await,
+        }
+        .map_err(unwrap_error)
     }
 
     /// [`ResolverCache::fetch`] for calls of one tier; `map` turns their indices into

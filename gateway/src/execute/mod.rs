@@ -186,20 +186,23 @@ impl Executor {
         found: &Mutex<Found>,
     ) {
         let root = &plan.roots[i];
-        let wave = Arc::new(Wave::new(
-            self.upstream.clone(),
-            plan.clone(),
-            input.clone(),
-            root.subgraph,
-            vec![Item::Root(i)],
-        ));
+        // The wave is built only when a fetch goes out (not on a hit or a dedupe).
+        let (upstream, wave_plan, wave_input) =
+            (self.upstream.clone(), plan.clone(), input.clone());
+        let subgraph = root.subgraph;
+        let fetch = move |asked: Vec<usize>| {
+            let wave = Wave::new(
+                upstream.clone(),
+                wave_plan.clone(),
+                wave_input.clone(),
+                subgraph,
+                vec![Item::Root(i)],
+            );
+            Arc::new(wave).fetch(asked)
+        };
         let piece = match (&self.cache, call) {
-            (Some(cache), Some(call)) => {
-                cache
-                    .fetch(&[call], move |asked| wave.clone().fetch(asked))
-                    .await
-            }
-            _ => wave.fetch(vec![0]).await,
+            (Some(cache), Some(call)) => cache.fetch(&[call], fetch).await,
+            _ => fetch(vec![0]).await,
         }
         .pop()
         .unwrap_or_else(|| {

@@ -19,16 +19,19 @@ pub struct Server {
 }
 
 impl Server {
-    pub async fn start(router: Router) -> Server {
-        Server::start_on("127.0.0.1:0".parse().unwrap(), router).await
+    pub async fn start(service: impl Into<gateway::server::Service>) -> Server {
+        Server::start_on("127.0.0.1:0".parse().unwrap(), service).await
     }
 
-    pub async fn start_on(addr: SocketAddr, router: Router) -> Server {
+    pub async fn start_on(
+        addr: SocketAddr,
+        service: impl Into<gateway::server::Service>,
+    ) -> Server {
         let listener = tokio::net::TcpListener::bind(addr).await.expect("bind");
         let addr = listener.local_addr().unwrap();
         let task = tokio::spawn(gateway::server::serve(
             listener,
-            router,
+            service.into(),
             Duration::from_millis(500),
             std::future::pending(),
         ));
