@@ -194,3 +194,68 @@ async fn a_reset_keep_alive_connection_is_retried_once_for_queries() {
         "{metrics}"
     );
 }
+
+/// A subgraph on raw TCP whose answers come in chunks (with a chunk extension and a
+/// trailer) and end with `connection: close`, so every exchange needs a new
+/// connection.
+async fn chunked_subgraph() -> (std::net::SocketAddr, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counter = connections.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut conn, _)) = listener.accept().await else {
+                return;
+            };
+            counter.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let Some(request) = read_request(&mut conn).await else {
+                    return;
+                };
+                let body = if request.contains("_service") {
+                    json!({ "data": { "_service": { "sdl": "type Query { hello: String }" } } })
+                        .to_string()
+                } else {
+                    json!({ "data": { "hello": "world" } }).to_string()
+                };
+                let (a, b) = body.split_at(body.len() / 2);
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n{:x};ext=1\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\nx-trailer: 1\r\n\r\n",
+                    a.len(),
+                    b.len()
+                );
+                let _ = conn.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    (addr, connections)
+}
+
+#[tokio::test]
+async fn chunked_answers_and_connection_close_are_read_as_http_1_1_says() {
+    let (addr, connections) = chunked_subgraph().await;
+    let cfg = config(vec![Subgraph {
+        name: "chunky".into(),
+        url: format!("http://{addr}/graphql"),
+    }]);
+    let app = gateway::startup::build_app(&cfg).await.unwrap();
+    let gateway = Server::start(gateway::server::router(app)).await;
+    let http = reqwest::Client::new();
+    for _ in 0..3 {
+        let r = http
+            .post(gateway.url())
+            .json(&json!({ "query": "{ hello }" }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.text().await.unwrap(), r#"{"data":{"hello":"world"}}"#);
+    }
+    // The SDL read at start-up (its own client) and one connection per query.
+    assert_eq!(connections.load(Ordering::SeqCst), 4);
+    let metrics = common::metrics_of(&http, gateway.addr).await;
+    assert!(
+        metrics.contains("gateway_upstream_errors_total{subgraph=\"chunky\"} 0"),
+        "{metrics}"
+    );
+}
