@@ -101,7 +101,7 @@ struct Cli {
     /// Whether a mutation drops the cached entries that refer to the entities it
     /// returned: on (the default), or off (entries live until their ttl, as in
     /// mercurius-cache without references).
-    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_switch)]
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_switch, action = clap::ArgAction::Set)]
     invalidation: bool,
     /// Log a hits/misses/dedupes table every this many seconds.
     #[arg(long, value_name = "SECONDS")]

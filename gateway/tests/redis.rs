@@ -6,22 +6,15 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{metric, metrics_of, post_router, user_router, Server};
-use serde_json::{json, Value};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use common::{
+    free_port, metric, metrics_of, post_router, user_router, GatewayProcess as Gateway, Server,
+};
 
 /// A `redis-server` of this test, stopped by PID when dropped.
 struct Redis {
@@ -95,70 +88,6 @@ impl Redis {
 impl Drop for Redis {
     fn drop(&mut self) {
         self.kill();
-    }
-}
-
-/// A gateway process over the in-process subgraphs, stopped by PID when dropped.
-struct Gateway {
-    addr: SocketAddr,
-    child: Child,
-    http: reqwest::Client,
-}
-
-impl Gateway {
-    async fn start(user: &Server, post: &Server, extra: &[&str]) -> Gateway {
-        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_gateway"))
-            .args(["--listen", &addr.to_string()])
-            .args(["--subgraph", &format!("user={}", user.url())])
-            .args(["--subgraph", &format!("post={}", post.url())])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the gateway binary");
-        let gateway = Gateway {
-            addr,
-            child,
-            http: reqwest::Client::new(),
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let health = gateway
-                .http
-                .get(format!("http://{addr}/health"))
-                .send()
-                .await;
-            if health.is_ok_and(|r| r.status() == 200) {
-                return gateway;
-            }
-            assert!(Instant::now() < deadline, "the gateway did not start");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    async fn query(&self, query: &str) -> Value {
-        let r = self
-            .http
-            .post(format!("http://{}/graphql", self.addr))
-            .json(&json!({ "query": query }))
-            .send()
-            .await
-            .expect("the gateway answers");
-        assert_eq!(r.status(), 200);
-        r.json().await.unwrap()
-    }
-
-    async fn metric(&self, name: &str) -> f64 {
-        let text = metrics_of(&self.http, self.addr).await;
-        metric(&text, name).unwrap_or_else(|| panic!("{name} missing from:\n{text}"))
-    }
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

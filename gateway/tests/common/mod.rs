@@ -3,14 +3,16 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+use std::time::Instant;
 
 use axum::Router;
 use gateway::request::RequestLimits;
 use gateway::startup::{Backoff, GatewayConfig};
 use gateway::supergraph::Subgraph;
 use gateway::validation::DocumentLimits;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// An HTTP server on a free port; dropping it closes the listener and every connection.
 pub struct Server {
@@ -237,6 +239,79 @@ impl Lab {
     pub async fn counter(&self, server: &Server, name: &str) -> u64 {
         let text = self.metrics(server).await;
         metric(&text, name).unwrap_or_else(|| panic!("{name} missing from:\n{text}")) as u64
+    }
+}
+
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A gateway process over the in-process subgraphs, stopped by PID when dropped.
+pub struct GatewayProcess {
+    pub addr: SocketAddr,
+    child: Child,
+    pub http: reqwest::Client,
+}
+
+impl GatewayProcess {
+    pub async fn start(user: &Server, post: &Server, extra: &[&str]) -> GatewayProcess {
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_gateway"))
+            .args(["--listen", &addr.to_string()])
+            .args(["--subgraph", &format!("user={}", user.url())])
+            .args(["--subgraph", &format!("post={}", post.url())])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the gateway binary");
+        let gateway = GatewayProcess {
+            addr,
+            child,
+            http: reqwest::Client::new(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let health = gateway
+                .http
+                .get(format!("http://{addr}/health"))
+                .send()
+                .await;
+            if health.is_ok_and(|r| r.status() == 200) {
+                return gateway;
+            }
+            assert!(Instant::now() < deadline, "the gateway did not start");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub async fn query(&self, query: &str) -> Value {
+        let r = self
+            .http
+            .post(format!("http://{}/graphql", self.addr))
+            .json(&json!({ "query": query }))
+            .send()
+            .await
+            .expect("the gateway answers");
+        assert_eq!(r.status(), 200);
+        r.json().await.unwrap()
+    }
+
+    pub async fn metric(&self, name: &str) -> f64 {
+        let text = metrics_of(&self.http, self.addr).await;
+        metric(&text, name).unwrap_or_else(|| panic!("{name} missing from:\n{text}"))
+    }
+}
+
+impl Drop for GatewayProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

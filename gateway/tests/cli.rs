@@ -1,0 +1,54 @@
+//! The gateway binary's flags, through the process: what each accepts, and what it
+//! refuses with a message naming the flag.
+
+mod common;
+
+use std::process::Command;
+
+use common::{post_router, user_router, GatewayProcess, Server};
+
+#[tokio::test]
+async fn invalidation_takes_on_and_off() {
+    let (user, post) = (
+        Server::start(user_router()).await,
+        Server::start(post_router()).await,
+    );
+    let read = r#"{ getPost(pid: "p1") { title } }"#;
+    let write = |title: &str| {
+        format!(r#"mutation {{ updatePostTitle(pid: "p1", title: "{title}") {{ pid }} }}"#)
+    };
+    let on = GatewayProcess::start(&user, &post, &["--ttl", "3600", "--invalidation", "on"]).await;
+    on.query(read).await;
+    on.query(&write("A")).await;
+    assert_eq!(on.query(read).await["data"]["getPost"]["title"], "A");
+    let off =
+        GatewayProcess::start(&user, &post, &["--ttl", "3600", "--invalidation", "off"]).await;
+    off.query(read).await;
+    off.query(&write("B")).await;
+    // Kept until its ttl: the write is not seen through this gateway.
+    assert_eq!(off.query(read).await["data"]["getPost"]["title"], "A");
+    assert_eq!(
+        on.query(read).await["data"]["getPost"]["title"],
+        "A",
+        "on's entry was refreshed by its own write only"
+    );
+}
+
+#[test]
+fn a_bad_switch_value_is_refused_by_name() {
+    let out = Command::new(env!("CARGO_BIN_EXE_gateway"))
+        .args([
+            "--subgraph",
+            "a=http://127.0.0.1:1/graphql",
+            "--invalidation",
+            "maybe",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--invalidation") && stderr.contains("expected on or off"),
+        "{stderr}"
+    );
+}
