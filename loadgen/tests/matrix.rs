@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use loadgen::summary::Summary;
+use loadgen::matrix::summary::Summary;
 
 const SEED_QUERY: &str =
     "query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }";
@@ -270,7 +270,7 @@ fn matrix_runs_several_gateways_redis_and_a_configuration_query() {
     let bin_dir = require_services();
     let _turn = one_at_a_time();
     assert!(
-        loadgen::redis_server::find_on_path().is_some(),
+        loadgen::matrix::redis_server::find_on_path().is_some(),
         "redis-server is not on PATH, so this test cannot run (it does not skip): install the \
          Debian package redis-server (apt-get install redis-server)"
     );

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::summary::{Spread, Summary};
+use crate::matrix::summary::{Spread, Summary};
 
 const PANEL_WIDTH: f64 = 460.0;
 const PANEL_HEIGHT: f64 = 320.0;
@@ -11,11 +11,11 @@ const MARGIN_LEFT: f64 = 70.0;
 const MARGIN_TOP: f64 = 50.0;
 const MARGIN_BOTTOM: f64 = 60.0;
 const GRID_LINES: usize = 4;
-const BAR_COLOURS: [&str; 6] = [
+pub(super) const BAR_COLOURS: [&str; 6] = [
     "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#b07aa1",
 ];
 
-fn escape(text: &str) -> String {
+pub(super) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -23,7 +23,7 @@ fn escape(text: &str) -> String {
 }
 
 /// A round axis maximum: 1, 2 or 5 times a power of ten, above `value`.
-fn nice_ceiling(value: f64) -> f64 {
+pub(super) fn nice_ceiling(value: f64) -> f64 {
     if value <= 0.0 || !value.is_finite() {
         return 1.0;
     }
@@ -126,7 +126,7 @@ fn panel(out: &mut String, x0: f64, title: &str, unit: &str, bars: &[(String, Op
 }
 
 /// Axis ticks are round numbers: no decimals unless they matter.
-fn tick_label(v: f64) -> String {
+pub(super) fn tick_label(v: f64) -> String {
     if v.fract() == 0.0 {
         format!("{v:.0}")
     } else {
@@ -134,7 +134,7 @@ fn tick_label(v: f64) -> String {
     }
 }
 
-fn format_value(v: f64) -> String {
+pub(super) fn format_value(v: f64) -> String {
     if v >= 100.0 {
         format!("{v:.0}")
     } else if v >= 10.0 {

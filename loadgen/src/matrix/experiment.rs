@@ -1,22 +1,31 @@
-//! Experiment files: the query, its expected answer, and the configurations to compare.
+//! Experiment files: what is sent (one query and its expected answer, or a workload),
+//! and the configurations to compare.
 //!
 //! An experiment file is TOML (see `experiments/seed.toml` and `loadgen/README.md`). A
 //! configuration is nothing more than the extra arguments of the three services plus
 //! the load settings, so new gateway flags need no change here. Loading checks every
-//! rule up front and names the file, the configuration and the key at fault.
+//! rule up front and names the file, the configuration and the key at fault. The
+//! `[workload]` table is read by [`crate::workload::spec`].
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use std::sync::Arc;
+
+use crate::bench::request_template::PLACEHOLDER;
 use crate::cli::{parse_duration, parse_duration_or_zero};
-use crate::request_template::PLACEHOLDER;
+use crate::workload::spec::WorkloadFile;
+use crate::workload::Workload;
 
 /// Flags the runner sets itself; a configuration may not pass them.
 const RUNNER_OWNED_FLAGS: [&str; 3] = ["--listen", "--subgraph", "--profiling"];
 /// In a configuration's gateway arguments, replaced by its redis-server's URL.
 pub const REDIS_PLACEHOLDER: &str = "{redis}";
+/// In any service argument, replaced by the experiment file's directory (for policy
+/// files next to the experiment).
+pub const DIR_PLACEHOLDER: &str = "{dir}";
 /// Most gateway instances one configuration may start.
 pub const MAX_GATEWAYS: i64 = 16;
 
@@ -46,6 +55,12 @@ struct ExperimentFile {
     baseline: Option<String>,
     #[serde(default)]
     query: Option<QueryFile>,
+    /// Instead of one query: a mix of operations (see `crate::workload::spec`).
+    #[serde(default)]
+    workload: Option<WorkloadFile>,
+    /// Arguments every configuration passes before its own.
+    #[serde(default)]
+    services: ServicesFile,
     #[serde(default)]
     load: LoadFile,
     #[serde(default)]
@@ -90,6 +105,17 @@ struct LoadFile {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct ServicesFile {
+    #[serde(default)]
+    gateway: Vec<String>,
+    #[serde(default)]
+    user_service: Vec<String>,
+    #[serde(default)]
+    post_service: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RunFile {
     rounds: Option<i64>,
     duration: Option<String>,
@@ -101,6 +127,7 @@ struct RunFile {
 struct ProfileFile {
     enabled: Option<bool>,
     hz: Option<i64>,
+    tool: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -198,14 +225,28 @@ pub struct RunSpec {
 /// Flamegraph sampling of the gateway.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ProfileSpec {
-    /// Start the gateway with `--profiling` and sample it during the measured window.
+    /// Sample the gateway during the measured window.
     pub enabled: bool,
-    /// Sampling frequency asked of the gateway.
+    /// Sampling frequency.
     pub hz: u32,
+    /// Who samples: `perf`, the gateway's own endpoint, or `auto` (perf where it works).
+    pub tool: ProfileTool,
+}
+
+/// Who takes the gateway's profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProfileTool {
+    /// `perf record` where perf is installed and allowed, else the endpoint.
+    Auto,
+    /// `perf record -e cpu-clock` on the gateway's PID (fails the run without perf).
+    Perf,
+    /// The gateway's own `GET /debug/profile` (started with `--profiling`).
+    Endpoint,
 }
 
 /// One configuration: the services' extra arguments and the load.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ConfigSpec {
     pub name: String,
     pub description: Option<String>,
@@ -214,7 +255,10 @@ pub struct ConfigSpec {
     pub post_service_args: Vec<String>,
     pub load: LoadSpec,
     /// The query this configuration is measured with: its own, or the top-level one.
-    pub query: QuerySpec,
+    /// `None` when it sends the experiment's workload instead.
+    pub query: Option<QuerySpec>,
+    /// The experiment's workload, when the configuration has no query of its own.
+    pub workload: Option<Arc<Workload>>,
     /// Whether `query` is the configuration's own (`query = {…}` in `[[config]]`).
     pub own_query: bool,
     /// Start a redis-server for this configuration and round.
@@ -226,7 +270,7 @@ pub struct ConfigSpec {
 }
 
 /// A validated experiment.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Experiment {
     pub name: String,
     pub description: Option<String>,
@@ -234,6 +278,8 @@ pub struct Experiment {
     pub baseline: String,
     /// The top-level `[query]`, if the file has one (every configuration may have its own).
     pub query: Option<QuerySpec>,
+    /// The top-level `[workload]`, if the file has one (instead of `[query]`).
+    pub workload: Option<Arc<Workload>>,
     pub run: RunSpec,
     pub profile: ProfileSpec,
     pub configs: Vec<ConfigSpec>,
@@ -289,6 +335,46 @@ impl Experiment {
             .map(|q| resolve_query(q, "query", &base_dir))
             .transpose()
             .map_err(invalid)?;
+        let workload = file
+            .workload
+            .map(Workload::from_file)
+            .transpose()
+            .map_err(invalid)?
+            .map(Arc::new);
+        if top_query.is_some() && workload.is_some() {
+            return Err(invalid(
+                "give either [query] or [workload], not both (a configuration may still have its own query)"
+                    .into(),
+            ));
+        }
+        for (key, args) in [
+            ("services.gateway", &file.services.gateway),
+            ("services.user_service", &file.services.user_service),
+            ("services.post_service", &file.services.post_service),
+        ] {
+            if let Some(flag) = args.iter().find(|a| {
+                RUNNER_OWNED_FLAGS
+                    .iter()
+                    .any(|f| *a == f || a.starts_with(&format!("{f}=")))
+            }) {
+                return Err(invalid(format!(
+                    "{key} passes {flag}, which the runner sets itself"
+                )));
+            }
+            if args.iter().any(|a| a.contains(REDIS_PLACEHOLDER)) {
+                return Err(invalid(format!(
+                    "{key} uses {REDIS_PLACEHOLDER}: only a configuration with redis = true may"
+                )));
+            }
+        }
+        let dir_text = base_dir.display().to_string();
+        let with_common = |common: &[String], own: Vec<String>| -> Vec<String> {
+            common
+                .iter()
+                .chain(&own)
+                .map(|a| a.replace(DIR_PLACEHOLDER, &dir_text))
+                .collect()
+        };
 
         let run = RunSpec {
             rounds: match file.run.rounds {
@@ -315,6 +401,16 @@ impl Experiment {
                 None => DEFAULT_PROFILE_HZ,
                 Some(hz) if (1..=1000).contains(&hz) => hz as u32,
                 Some(hz) => return Err(invalid(format!("profile.hz = {hz}: must be 1 to 1000"))),
+            },
+            tool: match file.profile.tool.as_deref() {
+                None | Some("auto") => ProfileTool::Auto,
+                Some("perf") => ProfileTool::Perf,
+                Some("endpoint") => ProfileTool::Endpoint,
+                Some(other) => {
+                    return Err(invalid(format!(
+                        "profile.tool = {other:?}: use auto, perf or endpoint"
+                    )))
+                }
             },
         };
         let defaults = resolve_load(&file.load, None, "load").map_err(invalid)?;
@@ -358,13 +454,20 @@ impl Experiment {
             let load =
                 resolve_load(&c.load, Some(&defaults), &format!("{at}: load")).map_err(invalid)?;
             let own_query = c.query.is_some();
-            let query = match c.query {
-                Some(q) => resolve_query(q, &format!("{at}: query"), &base_dir).map_err(invalid)?,
-                None => top_query.clone().ok_or_else(|| {
-                    invalid(format!(
-                        "{at} has no query of its own and the file has no top-level [query]"
-                    ))
-                })?,
+            let (query, config_workload) = match c.query {
+                Some(q) => (
+                    Some(resolve_query(q, &format!("{at}: query"), &base_dir).map_err(invalid)?),
+                    None,
+                ),
+                None if workload.is_some() => (None, workload.clone()),
+                None => (
+                    Some(top_query.clone().ok_or_else(|| {
+                        invalid(format!(
+                            "{at} has no query of its own and the file has no top-level [query] or [workload]"
+                        ))
+                    })?),
+                    None,
+                ),
             };
             let redis = c.redis.unwrap_or(false);
             for (key, args) in [
@@ -400,11 +503,12 @@ impl Experiment {
             configs.push(ConfigSpec {
                 name: c.name,
                 description: c.description,
-                gateway_args: c.gateway,
-                user_service_args: c.user_service,
-                post_service_args: c.post_service,
+                gateway_args: with_common(&file.services.gateway, c.gateway),
+                user_service_args: with_common(&file.services.user_service, c.user_service),
+                post_service_args: with_common(&file.services.post_service, c.post_service),
                 load,
                 query,
+                workload: config_workload,
                 own_query,
                 redis,
                 gateways,
@@ -437,6 +541,7 @@ impl Experiment {
             description: file.description,
             baseline,
             query: top_query,
+            workload,
             run,
             profile,
             configs,
@@ -572,12 +677,12 @@ name = "plain"
         let e = parse(MINIMAL).unwrap();
         assert_eq!(e.name, "exp");
         assert_eq!(e.baseline, "plain");
-        assert_eq!(e.configs[0].query.path, "/graphql");
-        assert_eq!(e.query.as_ref(), Some(&e.configs[0].query));
+        assert_eq!(e.configs[0].query.as_ref().unwrap().path, "/graphql");
+        assert_eq!(e.query.as_ref(), e.configs[0].query.as_ref());
         assert!(!e.configs[0].own_query && !e.configs[0].redis);
         assert_eq!(e.configs[0].gateways, 1);
         assert_eq!(
-            e.configs[0].query.expected,
+            e.configs[0].query.as_ref().unwrap().expected,
             serde_json::json!({"data": {"me": {"id": "u1"}}})
         );
         assert_eq!(e.configs.len(), 1);
@@ -588,7 +693,8 @@ name = "plain"
             e.profile,
             ProfileSpec {
                 enabled: true,
-                hz: 99
+                hz: 99,
+                tool: ProfileTool::Auto,
             }
         );
         assert_eq!(e.run, RunSpec::default());
@@ -750,20 +856,20 @@ query = {{ document = "{{ getPost(pid: \"p{{{{n}}}}\") {{ pid }} }}", expected =
         .unwrap();
         let (plain, flood) = (&e.configs[0], &e.configs[1]);
         assert!(!plain.own_query && flood.own_query);
-        assert_eq!(plain.query.document, "{ me { id } }");
+        assert_eq!(plain.query.as_ref().unwrap().document, "{ me { id } }");
         assert_eq!(
-            flood.query.document,
+            flood.query.as_ref().unwrap().document,
             r#"{ getPost(pid: "p{{n}}") { pid } }"#
         );
         assert_eq!(
-            flood.query.expected,
+            flood.query.as_ref().unwrap().expected,
             serde_json::json!({"data": {"getPost": null}})
         );
-        assert!(flood.query.unique_literals);
-        assert_eq!(flood.query.headers, ["x-a: b"]);
+        assert!(flood.query.as_ref().unwrap().unique_literals);
+        assert_eq!(flood.query.as_ref().unwrap().headers, ["x-a: b"]);
         // The answer check reads {{n}} as 0.
         assert_eq!(
-            flood.query.check_body(),
+            flood.query.as_ref().unwrap().check_body(),
             r#"{"query":"{ getPost(pid: \"p0\") { pid } }"}"#
         );
 
@@ -778,7 +884,7 @@ query = { document = "{ b }", expected = '{"data":{"b":2}}', path = "/gql" }
 "#;
         let e = parse(own_only).unwrap();
         assert!(e.query.is_none());
-        assert_eq!(e.configs[1].query.path, "/gql");
+        assert_eq!(e.configs[1].query.as_ref().unwrap().path, "/gql");
         let message = error(&format!("{own_only}[[config]]\nname = \"c\"\n"));
         assert!(
             message.contains("config #3 (\"c\") has no query of its own")
@@ -820,10 +926,10 @@ query = { document_file = "q/nope.graphql", expected = '{}' }
         );
         let text = text.replace("q/nope.graphql", "q/wide.graphql");
         let e = Experiment::parse(&text, &dir.join("exp.toml")).unwrap();
-        assert_eq!(e.configs[0].query.document, document);
-        assert_eq!(e.configs[1].query.document, document);
+        assert_eq!(e.configs[0].query.as_ref().unwrap().document, document);
+        assert_eq!(e.configs[1].query.as_ref().unwrap().document, document);
         assert_eq!(
-            e.configs[0].query.expected,
+            e.configs[0].query.as_ref().unwrap().expected,
             serde_json::json!({"data": {"getPost": {"f0": "p1"}}})
         );
         std::fs::remove_dir_all(&dir).ok();

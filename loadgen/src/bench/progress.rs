@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::client::Control;
-use crate::engine::StopRule;
+use crate::bench::client::Control;
+use crate::bench::engine::StopRule;
 
 /// How often the line is redrawn.
 const REDRAW_EVERY: Duration = Duration::from_millis(250);

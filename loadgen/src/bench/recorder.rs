@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::outcome::Outcome;
+use crate::bench::outcome::Outcome;
 
 /// Significant figures kept by every latency histogram.
 pub const SIGNIFICANT_FIGURES: u8 = 3;

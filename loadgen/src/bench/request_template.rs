@@ -195,11 +195,7 @@ impl RequestTemplate {
 
     /// A fresh request for one send.
     pub fn build(&self) -> Request<Full<Bytes>> {
-        let mut request = Request::new(Full::new(self.body.clone()));
-        *request.method_mut() = self.method.clone();
-        *request.uri_mut() = self.path.clone();
-        *request.headers_mut() = self.headers.clone();
-        request
+        self.build_with_body(self.body.clone())
     }
 
     /// A fresh request whose `{{n}}` placeholders read `number`
@@ -208,7 +204,13 @@ impl RequestTemplate {
         let Some(pieces) = &self.numbered else {
             return self.build();
         };
-        let mut request = Request::new(Full::new(join_numbered(pieces, number)));
+        self.build_with_body(join_numbered(pieces, number))
+    }
+
+    /// A fresh request with this template's method, path and headers and another body
+    /// (a workload renders one per request).
+    pub fn build_with_body(&self, body: Bytes) -> Request<Full<Bytes>> {
+        let mut request = Request::new(Full::new(body));
         *request.method_mut() = self.method.clone();
         *request.uri_mut() = self.path.clone();
         *request.headers_mut() = self.headers.clone();

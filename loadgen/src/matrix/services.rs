@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use crate::http_probe;
+use crate::matrix::http_probe;
 
 /// How long a stopped service gets to exit after SIGTERM before it is killed.
 pub const STOP_GRACE: Duration = Duration::from_secs(5);

@@ -13,11 +13,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
 
-use crate::client::{self, Control, Schedule};
+use crate::bench::client::{self, Control, OneRequest, Schedule, Traffic};
+use crate::bench::progress::Progress;
+use crate::bench::recorder::Recorder;
+use crate::bench::request_template::RequestTemplate;
 use crate::proc_usage;
-use crate::progress::Progress;
-use crate::request_template::RequestTemplate;
-use crate::stats::Recorder;
+use crate::workload::mix::Role;
+use crate::workload::oracle::Oracle;
+use crate::workload::recorder::FreshnessRecorder;
+use crate::workload::traffic::WorkloadTraffic;
+use crate::workload::Workload;
 
 /// A worker thread whose CPU time reaches this fraction of the window was (nearly)
 /// saturated, so the load generator may have capped the result.
@@ -49,6 +54,9 @@ pub struct BenchPlan {
     pub rate: Option<f64>,
     /// Draw the live progress line on stderr.
     pub progress: bool,
+    /// Send this workload instead of the templates' one request: the templates then
+    /// give only each connection's address, path and base headers.
+    pub workload: Option<Arc<Workload>>,
 }
 
 impl BenchPlan {
@@ -83,7 +91,13 @@ pub struct LoadgenCpu {
 /// What a benchmark measured, merged over all threads.
 #[derive(Debug, Clone)]
 pub struct BenchResult {
+    /// The mix's connections (all of them, unless a workload's writes have a rate of
+    /// their own).
     pub recorder: Recorder,
+    /// A workload's writer connections (open loop at `write_rate`), when it has them.
+    pub writes: Option<Recorder>,
+    /// A workload's freshness and per-operation record.
+    pub freshness: Option<FreshnessRecorder>,
     /// Length of the measured window.
     pub elapsed: Duration,
     /// Open loop: requests scheduled in the window that neither got a response nor
@@ -148,6 +162,31 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchResult> {
     // to one timeout after it.
     let deadline = measure_end.map(|end| if open_loop { end + plan.timeout } else { end });
 
+    // A workload's writes with a rate of their own go out on writer connections, open
+    // loop, beside the mix's connections.
+    let oracle = plan
+        .workload
+        .as_ref()
+        .map(|w| Arc::new(Oracle::new(w.types.len())));
+    let writer_schedules: Vec<Schedule> = match (&plan.workload, measure_end) {
+        (Some(w), Some(end)) => match w.write_rate {
+            Some(rate) => (0..w.writers)
+                .map(|k| Schedule {
+                    first: start + Duration::from_secs_f64(k as f64 / rate),
+                    interval: Duration::from_secs_f64(w.writers as f64 / rate),
+                    end,
+                })
+                .collect(),
+            None => Vec::new(),
+        },
+        (Some(w), None) if w.separate_writes() => {
+            return Err(anyhow!(
+                "workload.write_rate needs a measured window of fixed length (--duration, not --requests)"
+            ))
+        }
+        _ => Vec::new(),
+    };
+
     let progress = plan
         .progress
         .then(|| Progress::start(Arc::clone(&control), plan.stop));
@@ -159,47 +198,83 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchResult> {
     {
         let control = Arc::clone(&control);
         // Connection c of this thread is connection `first + c` of the run.
+        let first = first_connection;
         let templates: Vec<RequestTemplate> = (0..count.min(plan.templates.len()))
-            .map(|c| plan.template_for(first_connection + c).clone())
+            .map(|c| plan.template_for(first + c).clone())
             .collect();
         let timeout = plan.timeout;
         let my_schedules: Vec<Schedule> = schedules
-            .get(first_connection..first_connection + count)
+            .get(first..first + count)
             .map(<[_]>::to_vec)
             .unwrap_or_default();
+        // Writer k runs on thread k % threads and goes to URL k % URLs.
+        let my_writers: Vec<(u64, Schedule, RequestTemplate)> = writer_schedules
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| k % threads == t)
+            .map(|(k, s)| (k as u64, *s, plan.template_for(k).clone()))
+            .collect();
+        let workload = plan.workload.clone();
+        let oracle = oracle.clone();
         first_connection += count;
         let handle = std::thread::Builder::new()
             .name(format!("loadgen-{t}"))
-            .spawn(move || -> anyhow::Result<(Recorder, ThreadCpu)> {
+            .spawn(move || -> anyhow::Result<ThreadRecord> {
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
                     .context("building a worker runtime")?;
                 let recorder = RefCell::new(Recorder::new(open_loop));
+                let writes = RefCell::new(Recorder::new(true));
+                let freshness = workload
+                    .as_deref()
+                    .map(|w| RefCell::new(FreshnessRecorder::new(w)));
                 let window_start = Cell::new(None);
                 runtime.block_on(async {
+                    let (control, recorder, writes) = (&*control, &recorder, &writes);
+                    let (workload, oracle, freshness) =
+                        (workload.as_deref(), oracle.as_deref(), freshness.as_ref());
                     let connections = futures::future::join_all((0..count).map(|c| {
                         let template = &templates[c % templates.len()];
-                        let (control, recorder) = (&*control, &recorder);
                         let schedule = my_schedules.get(c).copied();
+                        let index = (first + c) as u64;
                         async move {
-                            match schedule {
-                                Some(s) => {
-                                    client::open_loop(control, template, timeout, s, recorder).await
+                            match (workload, oracle, freshness) {
+                                (Some(w), Some(o), Some(f)) => {
+                                    let role = if w.separate_writes() {
+                                        Role::Reads
+                                    } else {
+                                        Role::All
+                                    };
+                                    let mut traffic =
+                                        WorkloadTraffic::new(w, o, template, role, index, f);
+                                    drive(control, &mut traffic, timeout, schedule, recorder).await
                                 }
-                                None => {
-                                    client::closed_loop(control, template, timeout, recorder).await
+                                _ => {
+                                    let mut traffic = OneRequest { template };
+                                    drive(control, &mut traffic, timeout, schedule, recorder).await
                                 }
                             }
                         }
                     }));
+                    let writers = futures::future::join_all(my_writers.iter().map(
+                        |(k, schedule, template)| async move {
+                            if let (Some(w), Some(o), Some(f)) = (workload, oracle, freshness) {
+                                let mut traffic =
+                                    WorkloadTraffic::new(w, o, template, Role::Writes, *k, f);
+                                client::open_loop(control, &mut traffic, timeout, *schedule, writes)
+                                    .await
+                            }
+                        },
+                    ));
                     let connections = async {
+                        let all = futures::future::join(connections, writers);
                         match deadline {
                             Some(at) => {
-                                let _ = tokio::time::timeout_at(at.into(), connections).await;
+                                let _ = tokio::time::timeout_at(at.into(), all).await;
                             }
                             None => {
-                                connections.await;
+                                all.await;
                             }
                         }
                     };
@@ -214,13 +289,15 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchResult> {
                     futures::join!(connections, sampler);
                 });
                 let end = (Instant::now(), proc_usage::current_thread_cpu_time());
-                Ok((
-                    recorder.into_inner(),
-                    ThreadCpu {
+                Ok(ThreadRecord {
+                    recorder: recorder.into_inner(),
+                    writes: writes.into_inner(),
+                    freshness: freshness.map(RefCell::into_inner),
+                    cpu: ThreadCpu {
                         window_start: window_start.get(),
                         end,
                     },
-                ))
+                })
             })
             .context("spawning a worker thread")?;
         workers.push(handle);
@@ -241,13 +318,21 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchResult> {
     let before = sample();
 
     let mut merged = Recorder::new(open_loop);
+    let mut writes = Recorder::new(true);
+    let mut freshness: Option<FreshnessRecorder> = None;
     let mut thread_cpu = Vec::with_capacity(threads);
     let mut failure = None;
     for worker in workers {
         match worker.join() {
-            Ok(Ok((recorder, cpu))) => {
-                merged.merge(&recorder);
-                thread_cpu.push(cpu);
+            Ok(Ok(record)) => {
+                merged.merge(&record.recorder);
+                writes.merge(&record.writes);
+                match (&mut freshness, record.freshness) {
+                    (Some(all), Some(f)) => all.merge(&f),
+                    (None, f) => freshness = f,
+                    (Some(_), None) => {}
+                }
+                thread_cpu.push(record.cpu);
             }
             Ok(Err(e)) => failure = Some(e),
             Err(_) => failure = Some(anyhow!("a worker thread panicked")),
@@ -293,10 +378,35 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchResult> {
     let cpu = loadgen_cpu(before, after, &thread_cpu, threads);
     Ok(BenchResult {
         recorder: merged,
+        writes: (!writer_schedules.is_empty()).then_some(writes),
+        freshness,
         elapsed,
         missed,
         cpu,
     })
+}
+
+/// Run one connection: open loop along its schedule, or closed loop without one.
+async fn drive<T: Traffic>(
+    control: &Control,
+    traffic: &mut T,
+    timeout: Duration,
+    schedule: Option<Schedule>,
+    recorder: &RefCell<Recorder>,
+) {
+    match schedule {
+        Some(s) => client::open_loop(control, traffic, timeout, s, recorder).await,
+        None => client::closed_loop(control, traffic, timeout, recorder).await,
+    }
+}
+
+/// What one worker thread hands back.
+struct ThreadRecord {
+    recorder: Recorder,
+    /// The writer connections' own record (open loop), if the thread had any.
+    writes: Recorder,
+    freshness: Option<FreshnessRecorder>,
+    cpu: ThreadCpu,
 }
 
 /// CPU clock readings of one worker thread: (wall, CPU) at the window's start and end.

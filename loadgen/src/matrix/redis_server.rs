@@ -14,10 +14,12 @@ use anyhow::{bail, Context};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::services::ServiceProcess;
+use crate::matrix::services::ServiceProcess;
 
 /// The binary's file name, looked up on `PATH`.
 pub const REDIS_SERVER: &str = "redis-server";
+/// The name the runner gives the process (logs, records).
+pub const REDIS_NAME: &str = "redis";
 /// How often a starting redis-server is pinged.
 const PING_POLL: Duration = Duration::from_millis(50);
 /// Deadline of one command's answer.
@@ -69,7 +71,7 @@ pub fn url(addr: SocketAddr) -> String {
 /// Start `binary` on `127.0.0.1:port`, output to `log`. Wait with [`wait_ready`].
 pub fn start(binary: &Path, port: u16, log: &Path) -> anyhow::Result<ServiceProcess> {
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    ServiceProcess::spawn("redis", binary, &arguments(port), addr, log)
+    ServiceProcess::spawn(REDIS_NAME, binary, &arguments(port), addr, log)
 }
 
 /// Ping until redis answers `+PONG`, the process exits, or `deadline` passes.
@@ -239,7 +241,7 @@ mod tests {
         });
         let dir = std::env::temp_dir().join(format!("loadgen-redis-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let port = crate::services::free_ports(1).unwrap()[0];
+        let port = crate::matrix::services::free_ports(1).unwrap()[0];
         let mut redis = start(&binary, port, &dir.join("redis.log")).unwrap();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::summary::{ConfigSummary, Spread, Summary};
+use crate::matrix::summary::{ConfigSummary, Spread, Summary};
 
 /// Read `summary.json` from a run directory, or from the file itself.
 pub fn load_summary(path: &Path) -> anyhow::Result<Summary> {

@@ -1,76 +1,22 @@
-//! Flamegraphs of the gateway: fetch collapsed stacks from its profiling endpoint during
-//! the measured window, merge the rounds of a configuration, render an SVG with inferno.
-//!
-//! The gateway serves `GET /debug/profile?seconds=N&hz=H` when started with
-//! `--profiling` and answers with collapsed stacks (`frame;frame;frame COUNT` lines).
-//! A gateway without it answers 404; that becomes a note in the summary, not an error.
+//! Flamegraphs from collapsed stacks (`frame;frame;frame COUNT` lines, whichever
+//! profiler took them): parse, merge the rounds of a configuration, render an SVG with
+//! inferno.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::Context;
-
-use crate::http_probe;
-
-/// Note used when the gateway has no profiling endpoint.
-pub const NO_PROFILING_NOTE: &str = "no flamegraph (gateway built without profiling?)";
-/// Extra time allowed past the sampling window for the profile to arrive.
-const PROFILE_SLACK: Duration = Duration::from_secs(15);
-
-/// What the profiling endpoint gave for one measured window.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ProfileOutcome {
-    /// Collapsed stacks, as text.
-    Stacks(String),
-    /// Why there is no profile.
-    Unavailable(String),
-}
-
-/// Ask the gateway to sample itself for `seconds` at `hz` and wait for the stacks.
-pub async fn fetch_profile(gateway: SocketAddr, seconds: u64, hz: u32) -> ProfileOutcome {
-    let path = format!("/debug/profile?seconds={seconds}&hz={hz}");
-    let deadline = Duration::from_secs(seconds) + PROFILE_SLACK;
-    let asked = std::time::Instant::now();
-    match http_probe::get(gateway, &path, deadline).await {
-        Ok(answer) if answer.status == 200 => {
-            let text = answer.text();
-            if collapsed_counts(&text).is_empty() {
-                let mut start = text.trim().to_string();
-                start.truncate(120);
-                ProfileOutcome::Unavailable(format!(
-                    "no flamegraph: the profile had no samples ({} bytes after {:.1} s{})",
-                    text.len(),
-                    asked.elapsed().as_secs_f64(),
-                    if start.is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {start:?}")
-                    }
-                ))
-            } else {
-                ProfileOutcome::Stacks(text)
-            }
-        }
-        Ok(answer) if answer.status == 404 => ProfileOutcome::Unavailable(NO_PROFILING_NOTE.into()),
-        Ok(answer) => {
-            let mut body = answer.text();
-            body.truncate(200);
-            ProfileOutcome::Unavailable(format!(
-                "no flamegraph: {path} answered {}: {body}",
-                answer.status
-            ))
-        }
-        Err(e) => ProfileOutcome::Unavailable(format!("no flamegraph: {e:#}")),
-    }
-}
 
 /// Parse collapsed stacks into stack → sample count, summing repeated stacks.
 pub fn collapsed_counts(text: &str) -> BTreeMap<String, u64> {
     let mut counts = BTreeMap::new();
     merge_into(&mut counts, text);
     counts
+}
+
+/// The number of samples in collapsed stacks.
+pub fn sample_count(text: &str) -> u64 {
+    collapsed_counts(text).values().sum()
 }
 
 /// Add the stacks of `text` to `counts`. Lines that are not `stack COUNT` are skipped.

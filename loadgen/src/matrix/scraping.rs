@@ -1,10 +1,104 @@
-//! Prometheus text exposition, parsed generically: every sample is a name, its labels
-//! and a value, so counters the services add later need no change here.
+//! Scraping `/metrics`: Prometheus text exposition, parsed generically (every sample
+//! is a name, its labels and a value, so counters the services add later need no
+//! change here), and the window's differences.
 //!
-//! The runner scrapes `/metrics` at the start and the end of a measured window and
-//! works with the difference ([`Scrape::delta`]).
+//! The runner scrapes every service at the start and the end of a measured window and
+//! works with the difference ([`Scrape::delta`], [`WindowMetrics`]).
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use anyhow::bail;
+
+use super::http_probe;
+use super::lifecycle::PROBE_DEADLINE;
+use super::settings::{POST_SERVICE, USER_SERVICE};
+
+/// Scrape one service's `/metrics`.
+pub async fn scrape(addr: SocketAddr) -> anyhow::Result<Scrape> {
+    let answer = http_probe::get(addr, "/metrics", PROBE_DEADLINE).await?;
+    if answer.status != 200 {
+        bail!("{addr}/metrics answered {}", answer.status);
+    }
+    Ok(Scrape::parse(&answer.text()))
+}
+
+/// Scrape every named service, in turn.
+pub async fn scrape_all(
+    services: &[(String, SocketAddr)],
+) -> anyhow::Result<BTreeMap<String, Scrape>> {
+    let mut all = BTreeMap::new();
+    for (name, addr) in services {
+        let scraped = scrape(*addr)
+            .await
+            .map_err(|e| e.context(format!("scraping {name}")))?;
+        all.insert(name.to_string(), scraped);
+    }
+    Ok(all)
+}
+
+/// Every service's metric differences over the window.
+#[derive(Debug, Clone)]
+pub struct WindowMetrics {
+    pub delta: BTreeMap<String, Scrape>,
+    /// The gateway instances' names, in start order.
+    pub gateways: Vec<String>,
+}
+
+impl WindowMetrics {
+    /// The differences between two scrapes of the same services.
+    pub fn between(
+        before: &BTreeMap<String, Scrape>,
+        after: &BTreeMap<String, Scrape>,
+        gateways: Vec<String>,
+    ) -> WindowMetrics {
+        let delta = after
+            .iter()
+            .map(|(name, a)| {
+                (
+                    name.clone(),
+                    a.delta(before.get(name).unwrap_or(&Scrape::default())),
+                )
+            })
+            .collect();
+        WindowMetrics { delta, gateways }
+    }
+
+    /// A gateway counter summed over the instances; absent when no instance has it.
+    pub fn gateway_sum(&self, metric: &str) -> Option<f64> {
+        let present: Vec<f64> = self
+            .gateways
+            .iter()
+            .filter_map(|n| self.delta.get(n).and_then(|d| d.sum(metric)))
+            .collect();
+        (!present.is_empty()).then(|| present.iter().sum())
+    }
+
+    /// One service's counter.
+    pub fn of(&self, service: &str, metric: &str) -> Option<f64> {
+        self.delta.get(service).and_then(|d| d.sum(metric))
+    }
+
+    /// Requests the subgraphs received (their own counters; the gateways' upstream
+    /// counters when a subgraph has none).
+    pub fn upstream_requests(&self) -> Option<f64> {
+        match (
+            self.of(USER_SERVICE, "subgraph_requests_total"),
+            self.of(POST_SERVICE, "subgraph_requests_total"),
+        ) {
+            (Some(u), Some(p)) => Some(u + p),
+            _ => self.gateway_sum("gateway_upstream_requests_total"),
+        }
+    }
+
+    /// Every series' difference, per service, for the record.
+    pub fn to_maps(&self) -> BTreeMap<String, BTreeMap<String, f64>> {
+        self.delta
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_map()))
+            .collect()
+    }
+}
 
 /// One sample: `name{label="value",...} 12.5`.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,9 +10,15 @@
 //! next request. The connection's I/O runs in the same task as its requests. Each
 //! connection writes to its thread's [`Recorder`] through a `RefCell`: all connections
 //! of a thread run on one single-threaded runtime.
+//!
+//! *What* a connection sends is its [`Traffic`]: [`OneRequest`], the one-query form's
+//! prepared request (a header-map clone and a reference-count bump per send), or a
+//! workload connection ([`crate::workload::traffic`]) that draws an operation, renders
+//! it, and checks the answer. The loops here only time, send and record.
 
 use std::cell::RefCell;
 use std::future::{poll_fn, Future};
+use std::net::SocketAddr;
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
@@ -24,13 +30,81 @@ use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
-use crate::outcome::{classify, Outcome};
-use crate::request_template::RequestTemplate;
-use crate::stats::Recorder;
+use hyper::Request;
+
+use crate::bench::outcome::{classify, Outcome};
+use crate::bench::recorder::Recorder;
+use crate::bench::request_template::RequestTemplate;
 
 /// Pause after a failed connect in a closed loop, so a dead target is not hammered in a
 /// tight loop that would burn the load generator's CPU.
 const RECONNECT_PAUSE: Duration = Duration::from_millis(10);
+
+/// What one connection sends, and how it judges each answer.
+pub trait Traffic {
+    /// What `next` hands on to `finish` about the request in flight.
+    type Ticket;
+
+    /// Where the connection goes.
+    fn addr(&self) -> SocketAddr;
+
+    /// The next request. It may wait (a workload's write waits for the write in flight
+    /// on the same entity); the latency clock starts after it.
+    fn next(
+        &mut self,
+        control: &Control,
+    ) -> impl Future<Output = (Request<Full<Bytes>>, Self::Ticket)>;
+
+    /// Classify what came back (`Ok((status, body))`, the body kept for 2xx only, or the
+    /// transport outcome) and record what it shows. `in_window`: whether the request
+    /// counts in the measured window.
+    fn finish(
+        &mut self,
+        ticket: Self::Ticket,
+        answer: Result<(u16, &[u8]), Outcome>,
+        sent: Instant,
+        done: Instant,
+        in_window: bool,
+    ) -> Outcome;
+}
+
+/// The one-query form: the same prepared request every time (or numbered, with
+/// `--unique-literals`), classified by status and GraphQL errors.
+pub struct OneRequest<'a> {
+    pub template: &'a RequestTemplate,
+}
+
+impl Traffic for OneRequest<'_> {
+    type Ticket = ();
+
+    fn addr(&self) -> SocketAddr {
+        self.template.addr
+    }
+
+    fn next(&mut self, control: &Control) -> impl Future<Output = (Request<Full<Bytes>>, ())> {
+        let request = if self.template.numbered.is_some() {
+            self.template
+                .build_numbered(control.sequence.fetch_add(1, Ordering::Relaxed))
+        } else {
+            self.template.build()
+        };
+        std::future::ready((request, ()))
+    }
+
+    fn finish(
+        &mut self,
+        _: (),
+        answer: Result<(u16, &[u8]), Outcome>,
+        _: Instant,
+        _: Instant,
+        _: bool,
+    ) -> Outcome {
+        match answer {
+            Ok((status, body)) => classify(status, body),
+            Err(outcome) => outcome,
+        }
+    }
+}
 
 /// The timeline and counters all connections of a run share.
 #[derive(Debug)]
@@ -128,11 +202,7 @@ impl Connection {
     }
 
     /// A sender ready for the next request, connecting first if needed.
-    async fn ready(
-        &mut self,
-        template: &RequestTemplate,
-        timeout: Duration,
-    ) -> Result<(), Outcome> {
+    async fn ready(&mut self, addr: SocketAddr, timeout: Duration) -> Result<(), Outcome> {
         if let Some(sender) = &mut self.sender {
             // An idle connection the server has closed is not an error: reconnect.
             if drive(&mut self.driver, sender.ready()).await.is_ok() {
@@ -140,7 +210,7 @@ impl Connection {
             }
             self.close();
         }
-        let stream = match tokio::time::timeout(timeout, TcpStream::connect(template.addr)).await {
+        let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
             Err(_) => return Err(Outcome::Timeout),
             Ok(Err(_)) => return Err(Outcome::Transport),
             Ok(Ok(stream)) => stream,
@@ -155,13 +225,13 @@ impl Connection {
         Ok(())
     }
 
-    /// Send one request and read the whole response. Returns the outcome and body size.
+    /// Send one request and read the whole response: its status and body size (the
+    /// body itself, for 2xx, is in `self.body`), or why there is none.
     async fn exchange(
         &mut self,
-        template: &RequestTemplate,
+        request: Request<Full<Bytes>>,
         timeout: Duration,
-        sequence: &AtomicU64,
-    ) -> (Outcome, usize) {
+    ) -> Result<(u16, usize), Outcome> {
         let Connection {
             sender,
             driver,
@@ -169,17 +239,12 @@ impl Connection {
             timer,
         } = self;
         let Some(sender) = sender else {
-            return (Outcome::Transport, 0);
+            return Err(Outcome::Transport);
         };
         let deadline = tokio::time::Instant::now() + timeout;
         if timer.is_elapsed() {
             timer.as_mut().reset(deadline);
         }
-        let request = if template.numbered.is_some() {
-            template.build_numbered(sequence.fetch_add(1, Ordering::Relaxed))
-        } else {
-            template.build()
-        };
         let work = async {
             let response = sender.send_request(request).await?;
             let status = response.status().as_u16();
@@ -218,24 +283,58 @@ impl Connection {
             .await
         };
         match result {
-            Some(Ok((status, size))) => (classify(status, &self.body), size),
+            Some(Ok((status, size))) => Ok((status, size)),
             Some(Err(_)) => {
                 self.close();
-                (Outcome::Transport, 0)
+                Err(Outcome::Transport)
             }
             None => {
                 // The connection may still carry the late response: never reuse it.
                 self.close();
-                (Outcome::Timeout, 0)
+                Err(Outcome::Timeout)
             }
         }
+    }
+
+    /// Draw the next request from `traffic`, send it, and let `traffic` judge the
+    /// answer. Returns the outcome, the body size, and when it was sent and answered;
+    /// `in_window` decides, from the answer's time, whether the request counts.
+    async fn send_next<T: Traffic>(
+        &mut self,
+        control: &Control,
+        traffic: &mut T,
+        timeout: Duration,
+        on_sent: impl FnOnce(Instant),
+        in_window: impl FnOnce(Instant) -> bool,
+    ) -> (Outcome, usize, Instant, Instant) {
+        let (request, ticket) = traffic.next(control).await;
+        let sent = Instant::now();
+        on_sent(sent);
+        let answer = self.exchange(request, timeout).await;
+        let done = Instant::now();
+        let counted = in_window(done);
+        let (outcome, size) = match answer {
+            Ok((status, size)) => {
+                let body: &[u8] = if (200..300).contains(&status) {
+                    &self.body
+                } else {
+                    &[]
+                };
+                (
+                    traffic.finish(ticket, Ok((status, body)), sent, done, counted),
+                    size,
+                )
+            }
+            Err(failure) => (traffic.finish(ticket, Err(failure), sent, done, counted), 0),
+        };
+        (outcome, size, sent, done)
     }
 }
 
 /// Drive one connection in a closed loop until the window ends or the budget is spent.
-pub async fn closed_loop(
+pub async fn closed_loop<T: Traffic>(
     control: &Control,
-    template: &RequestTemplate,
+    traffic: &mut T,
     timeout: Duration,
     recorder: &RefCell<Recorder>,
 ) {
@@ -258,24 +357,22 @@ pub async fn closed_loop(
         } else {
             true
         };
-        let (outcome, size, sent, connect_failed) = match connection.ready(template, timeout).await
-        {
-            Ok(()) => {
-                let sent = Instant::now();
-                let (outcome, size) = connection
-                    .exchange(template, timeout, &control.sequence)
-                    .await;
-                (outcome, size, sent, false)
-            }
-            Err(outcome) => (outcome, 0, now, true),
-        };
-        let done = Instant::now();
-        control.note_finished(outcome);
-        let in_window = match control.measure_end {
+        let in_window = |done: Instant| match control.measure_end {
             Some(end) => done >= control.measure_start && done <= end,
             None => counted,
         };
-        if in_window {
+        let (outcome, size, sent, done, connect_failed) =
+            match connection.ready(traffic.addr(), timeout).await {
+                Ok(()) => {
+                    let (outcome, size, sent, done) = connection
+                        .send_next(control, traffic, timeout, |_| {}, in_window)
+                        .await;
+                    (outcome, size, sent, done, false)
+                }
+                Err(outcome) => (outcome, 0, now, Instant::now(), true),
+            };
+        control.note_finished(outcome);
+        if in_window(done) {
             recorder
                 .borrow_mut()
                 .record(outcome, done - sent, size, done);
@@ -336,9 +433,9 @@ impl Schedule {
 ///
 /// Requests scheduled in the window but still unsent or unanswered when the caller stops
 /// this future (at the drain deadline) are counted by the caller as missed.
-pub async fn open_loop(
+pub async fn open_loop<T: Traffic>(
     control: &Control,
-    template: &RequestTemplate,
+    traffic: &mut T,
     timeout: Duration,
     schedule: Schedule,
     recorder: &RefCell<Recorder>,
@@ -354,22 +451,21 @@ pub async fn open_loop(
         }
         tokio::time::sleep_until(intended.into()).await;
         let in_window = intended >= control.measure_start;
-        let (outcome, size, sent) = match connection.ready(template, timeout).await {
+        let (outcome, size, sent, done) = match connection.ready(traffic.addr(), timeout).await {
             Ok(()) => {
-                let sent = Instant::now();
-                if sent >= control.measure_start && sent < window_end {
-                    if let Some(s) = &mut recorder.borrow_mut().schedule {
-                        s.sent_in_window += 1;
+                let on_sent = |sent: Instant| {
+                    if sent >= control.measure_start && sent < window_end {
+                        if let Some(s) = &mut recorder.borrow_mut().schedule {
+                            s.sent_in_window += 1;
+                        }
                     }
-                }
-                let (outcome, size) = connection
-                    .exchange(template, timeout, &control.sequence)
-                    .await;
-                (outcome, size, sent)
+                };
+                connection
+                    .send_next(control, traffic, timeout, on_sent, |_| in_window)
+                    .await
             }
-            Err(outcome) => (outcome, 0, Instant::now()),
+            Err(outcome) => (outcome, 0, Instant::now(), Instant::now()),
         };
-        let done = Instant::now();
         control.note_finished(outcome);
         if in_window {
             let mut recorder = recorder.borrow_mut();

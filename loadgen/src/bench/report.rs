@@ -7,8 +7,9 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{BenchPlan, BenchResult, LoadgenCpu, StopRule};
-use crate::stats::{ErrorCounts, LatencySummary};
+use crate::bench::engine::{BenchPlan, BenchResult, LoadgenCpu, StopRule};
+use crate::bench::recorder::{ErrorCounts, LatencySummary};
+use crate::workload::WorkloadReport;
 
 /// Version tag of the JSON object, bumped on incompatible changes.
 pub const SCHEMA: &str = "loadgen.bench/1";
@@ -48,6 +49,9 @@ pub struct BenchReport {
     /// Present in open-loop runs (`--rate`).
     pub open_loop: Option<OpenLoopReport>,
     pub loadgen_cpu: LoadgenCpu,
+    /// With a workload: per operation, and the freshness of every checked read.
+    #[serde(default)]
+    pub workload: Option<WorkloadReport>,
 }
 
 /// Open-loop figures: the schedule and the uncorrected view.
@@ -127,6 +131,10 @@ impl BenchReport {
             errors: r.errors,
             open_loop,
             loadgen_cpu: result.cpu.clone(),
+            workload: match (&plan.workload, &result.freshness) {
+                (Some(w), Some(f)) => Some(f.report(w, seconds)),
+                _ => None,
+            },
         }
     }
 
@@ -144,6 +152,13 @@ impl BenchReport {
         }
         if self.requests == 0 {
             all.push("no response was received in the measured window".to_string());
+        }
+        if let Some(w) = self.workload.as_ref().filter(|w| w.wrong_answers > 0) {
+            all.push(format!(
+                "WRONG ANSWERS: {} answer(s) could not be right, e.g. {}",
+                w.wrong_answers,
+                w.wrong_answer_examples.first().map_or("", String::as_str)
+            ));
         }
         all
     }
@@ -227,6 +242,9 @@ impl BenchReport {
             "Errors       transport {}, timeouts {}, non-2xx {}, GraphQL errors in 2xx {}",
             e.transport, e.timeouts, e.non_2xx, e.graphql
         );
+        if let Some(w) = &self.workload {
+            workload_lines(&mut out, w);
+        }
         let c = &self.loadgen_cpu;
         let machine = match c.machine_busy_cores {
             Some(b) => format!(", machine {b:.2} of {} cores busy", c.machine_cores),
@@ -242,6 +260,48 @@ impl BenchReport {
             let _ = writeln!(out, "warning: {w}");
         }
         out
+    }
+}
+
+fn workload_lines(out: &mut String, w: &WorkloadReport) {
+    let _ = writeln!(out, "Workload     seed {}", w.seed);
+    for o in &w.operations {
+        let _ = writeln!(
+            out,
+            "  {:<14} {:>9} req ({:>5.1}%) {:>9.1} req/s  p50 {}  p99 {}  errors {}{}",
+            o.name,
+            o.requests,
+            o.share.unwrap_or(0.0) * 100.0,
+            o.requests_per_sec,
+            ms(o.p50_ms),
+            ms(o.p99_ms),
+            o.errors,
+            if o.write { "  (write)" } else { "" }
+        );
+    }
+    let stale = w
+        .stale_fraction
+        .map_or("–".into(), |f| format!("{:.3}%", f * 100.0));
+    let _ = writeln!(
+        out,
+        "Freshness    {} entity reads checked, {} stale ({stale}); writes acknowledged {}, failed {}",
+        w.reads_checked, w.stale_reads, w.writes_acked, w.writes_failed
+    );
+    if w.stale_reads > 0 {
+        let (a, d) = (&w.stale_age_ms, &w.out_of_date_ms);
+        let _ = writeln!(
+            out,
+            "Stale age    p50 {}  p99 {}  max {}  (out of date since the first missed write: p99 {}, max {})",
+            ms(a.p50),
+            ms(a.p99),
+            ms(a.max),
+            ms(d.p99),
+            ms(d.max)
+        );
+    }
+    let _ = writeln!(out, "Wrong answers {}", w.wrong_answers);
+    for e in &w.wrong_answer_examples {
+        let _ = writeln!(out, "  {e}");
     }
 }
 
