@@ -82,22 +82,28 @@ fn start(name: &str, args: &[String], addr: SocketAddr) -> Service {
         "{name} is not built in {}: run `cargo build --workspace` before these tests",
         dir.display()
     );
+    let log = std::env::temp_dir().join(format!("loadgen-workload-{name}-{}.log", addr.port()));
+    let out = std::fs::File::create(&log).unwrap();
     let child = Command::new(binary)
         .args(["--listen", &addr.to_string()])
         .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
         .spawn()
         .unwrap();
-    let service = Service(child);
+    let mut service = Service(child);
     let until = Instant::now() + Duration::from_secs(60);
     while !healthy(addr) {
-        assert!(
-            Instant::now() < until,
-            "{name} at {addr} never became healthy"
-        );
+        let exited = service.0.try_wait().unwrap();
+        if exited.is_some() || Instant::now() >= until {
+            panic!(
+                "{name} {args:?} at {addr} never became healthy ({exited:?}): {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
+    std::fs::remove_file(&log).ok();
     service
 }
 
@@ -164,12 +170,15 @@ variables = { pid = "p{post}", t = "{version}" }
 write = { type = "Post", id = "p{post}" }
 "#;
 
-fn freshness_with_invalidation(switch: &str) -> WorkloadReport {
+/// The workload above against one gateway at TTL 60 s with `gateway_args` besides.
+fn freshness_at_ttl_60(name: &str, gateway_args: &[&str]) -> WorkloadReport {
     let _turn = one_at_a_time();
-    let dir = scratch(&format!("fresh-{switch}"));
+    let dir = scratch(name);
     let file = dir.join("w.toml");
     std::fs::write(&file, READS_AND_WRITES).unwrap();
-    let (_services, url) = lab(&["--ttl", "60", "--invalidation", switch]);
+    let mut args = vec!["--ttl", "60"];
+    args.extend_from_slice(gateway_args);
+    let (_services, url) = lab(&args);
     let out = bench(&file, &url, &["-c", "8", "-d", "3s"]);
     assert!(
         out.status.success(),
@@ -186,7 +195,7 @@ fn freshness_with_invalidation(switch: &str) -> WorkloadReport {
 
 #[test]
 fn stale_reads_are_found_when_mutations_do_not_invalidate() {
-    let w = freshness_with_invalidation("off");
+    let w = freshness_at_ttl_60("inval-off", &["--invalidation", "off"]);
     // At TTL 60 s every post's first cached answer outlives its writes.
     assert!(w.stale_reads > 0, "{w:?}");
     assert!(w.stale_fraction.unwrap() > 0.1, "{w:?}");
@@ -198,7 +207,8 @@ fn stale_reads_are_found_when_mutations_do_not_invalidate() {
 
 #[test]
 fn no_stale_reads_on_one_gateway_with_invalidation() {
-    let w = freshness_with_invalidation("on");
+    // Invalidation on is the gateway's default.
+    let w = freshness_at_ttl_60("inval-on", &[]);
     assert_eq!(w.stale_reads, 0, "{w:?}");
 }
 
@@ -380,5 +390,111 @@ fn a_seed_fixes_the_operations_and_zipf_keys_arrive_with_zipf_frequencies() {
         "χ² {fit:.0} ≥ {critical:.0} over {} draws",
         observed.iter().sum::<u64>()
     );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `loadgen matrix` with a workload: freshness in the summary, the trade-off chart, CPU
+/// per request for every process, and perf's profile holding the gateway's CPU.
+#[test]
+fn the_matrix_reports_freshness_cpu_per_request_and_profile_coverage() {
+    let _turn = one_at_a_time();
+    let dir = scratch("matrix");
+    let experiment = format!(
+        r#"name = "fresh"
+baseline = "no-cache"
+{READS_AND_WRITES}
+[load]
+connections = 8
+[profile]
+hz = 99
+[[config]]
+name = "no-cache"
+[[config]]
+name = "ttl-60"
+gateway = ["--ttl", "60"]
+"#
+    );
+    let file = dir.join("fresh.toml");
+    std::fs::write(&file, experiment).unwrap();
+    let run = dir.join("run");
+    let bin_dir = Path::new(loadgen()).parent().unwrap();
+    let out = Command::new(loadgen())
+        .args([
+            "matrix",
+            "--quick",
+            "--duration",
+            "3s",
+            "--warmup",
+            "1s",
+            "--config",
+        ])
+        .arg(&file)
+        .arg("--out")
+        .arg(&run)
+        .arg("--bin-dir")
+        .arg(bin_dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: loadgen::matrix::summary::Summary =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let perf = loadgen::matrix::profile::perf::find().is_ok();
+    for c in &summary.configs {
+        let m = &c.median;
+        assert!(m.reads_checked.unwrap() > 50.0, "{}: {m:?}", c.name);
+        assert_eq!(m.wrong_answers, Some(0), "{}", c.name);
+        assert_eq!(
+            m.stale_fraction,
+            Some(0.0),
+            "{}: one gateway, invalidation on",
+            c.name
+        );
+        for process in ["gateway", "user-service", "post-service", "loadgen"] {
+            let us = m.cpu_us_per_request.get(process).copied();
+            assert!(
+                us.is_some_and(|us| us >= 0.0),
+                "{}: {process}: {m:?}",
+                c.name
+            );
+        }
+        assert!(m.cpu_us_per_request["gateway"] > 0.0, "{m:?}");
+        let w = c.rounds[0].workload.as_ref().unwrap();
+        assert!(w.writes_acked > 0 && w.operations.len() == 2, "{w:?}");
+        if perf {
+            // perf sees the whole process: kernel and libc frames, ≥ 90% of its CPU.
+            let coverage = m.profile_coverage.unwrap();
+            assert!(
+                (0.9..=1.1).contains(&coverage),
+                "{}: coverage {coverage}",
+                c.name
+            );
+            let folded =
+                std::fs::read_to_string(run.join("profiles").join(format!("{}.folded", c.name)))
+                    .unwrap();
+            assert!(folded.contains("_[k]"), "{}: kernel frames", c.name);
+            assert!(
+                folded.contains("libc.so")
+                    || folded.contains("malloc")
+                    || folded.contains("__libc"),
+                "{}: libc frames",
+                c.name
+            );
+        }
+    }
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(
+        md.contains("stale reads") && md.contains("wrong answers"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| config | gateway | user-service | post-service | loadgen |"),
+        "{md}"
+    );
+    let svg = std::fs::read_to_string(run.join("tradeoff.svg")).unwrap();
+    assert!(svg.contains("<circle") && svg.contains("ttl-60"), "{svg}");
     std::fs::remove_dir_all(&dir).ok();
 }

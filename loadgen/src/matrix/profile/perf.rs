@@ -12,9 +12,11 @@
 //!   on and off through a control FIFO (`--control fifo:ctl,ack`), reading the process's
 //!   CPU clock right after each acknowledgement. So the coverage compares samples with
 //!   the CPU of exactly the span that was sampled.
-//! - **Symbols**: after the services have stopped, `perf script` resolves the stacks
-//!   (a few seconds for a 10 s window: it unwinds every DWARF sample) and inferno's
-//!   perf collapser folds them; `perf.data` is deleted.
+//! - **Symbols**: after the services have stopped, `perf script --no-inline` resolves
+//!   the stacks (about a second for a 10 s window: it unwinds every DWARF sample; with
+//!   inlined frames it would run addr2line for minutes) and inferno's perf collapser
+//!   folds them, kernel frames marked `_[k]`; `perf.data` is deleted. perf keeps no copy
+//!   of the binaries (`--no-buildid-cache`).
 
 use std::ffi::CString;
 use std::fs::File;
@@ -129,6 +131,9 @@ impl PerfRecording {
                 &hz.to_string(),
                 "--call-graph",
                 "dwarf",
+                // No copy of each profiled binary into ~/.debug (a debug gateway is
+                // hundreds of MB).
+                "--no-buildid-cache",
                 "-p",
             ])
             .arg(pid.to_string())
@@ -263,6 +268,12 @@ impl PerfData {
     pub fn collapse(self) -> anyhow::Result<String> {
         let output = Command::new(&self.perf)
             .arg("script")
+            // Inlined frames come from addr2line, one process per binary and minutes per
+            // round on this machine (hours for a debug build); without them a sample is
+            // charged to the function its code was inlined into.
+            .arg("--no-inline")
+            // Without the period field inferno counts samples, not nanoseconds of them.
+            .args(["-F", "comm,pid,tid,time,event,ip,sym,dso"])
             .arg("-i")
             .arg(&self.data)
             .stdin(Stdio::null())
@@ -277,6 +288,8 @@ impl PerfData {
         let mut folded = Vec::new();
         let mut options = Options::default();
         options.include_tid = false;
+        // Kernel frames get a `_[k]` suffix: the flamegraph colours them apart.
+        options.annotate_kernel = true;
         options.nthreads = 1;
         Folder::from(options)
             .collapse(&output.stdout[..], &mut folded)

@@ -49,10 +49,6 @@ impl Summary {
             (show_redis_trips, "redis round trips/req"),
             (show_redis_server, "redis-server commands/req"),
             (show_storage_errors, "storage errors"),
-            (
-                show_cpu_per_request,
-                "CPU µs/req: gateway / users / posts / loadgen",
-            ),
             (show_freshness, "reads checked"),
             (show_freshness, "stale reads"),
             (show_freshness, "stale age p50 / p99 / max"),
@@ -162,18 +158,6 @@ impl Summary {
             if show_storage_errors {
                 row.push_str(&format!(" {} |", count(m.storage_errors)));
             }
-            if show_cpu_per_request {
-                let cell = ["gateway", "user-service", "post-service", "loadgen"]
-                    .iter()
-                    .map(|p| {
-                        m.cpu_us_per_request
-                            .get(*p)
-                            .map_or("–".into(), |us| format!("{us:.0}"))
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" / ");
-                row.push_str(&format!(" {cell} |"));
-            }
             if show_freshness {
                 let stale = match m.stale_fraction {
                     Some(f) => format!("{}", fraction(f)),
@@ -231,11 +215,7 @@ impl Summary {
             }
         );
         if show_cpu_per_request {
-            let _ = writeln!(
-                out,
-                "\nCPU µs/req: each process's CPU time over the window (`/proc/<pid>/stat`) per client request \
-                 answered in it; the gateway's instances summed. Cores are in summary.json (`median.cpu_cores`)."
-            );
+            self.cpu_table(&mut out);
         }
         if show_freshness {
             let _ = writeln!(
@@ -278,6 +258,38 @@ fn per_request(x: f64) -> String {
         format!("{x:.4}")
     } else {
         format!("{x:.2}")
+    }
+}
+
+impl Summary {
+    /// CPU per client request and cores, per process and configuration.
+    fn cpu_table(&self, out: &mut String) {
+        const PROCESSES: [&str; 4] = ["gateway", "user-service", "post-service", "loadgen"];
+        let _ = writeln!(
+            out,
+            "\n**CPU per client request** (µs, with cores in brackets; medians over rounds)\n"
+        );
+        let _ = writeln!(out, "| config | {} |", PROCESSES.join(" | "));
+        let _ = writeln!(out, "|---|{}", "---:|".repeat(PROCESSES.len()));
+        for c in &self.configs {
+            let m = &c.median;
+            let cells: Vec<String> = PROCESSES
+                .iter()
+                .map(
+                    |p| match (m.cpu_us_per_request.get(*p), m.cpu_cores.get(*p)) {
+                        (Some(us), Some(cores)) => format!("{us:.0} ({cores:.2})"),
+                        (Some(us), None) => format!("{us:.0}"),
+                        _ => "–".into(),
+                    },
+                )
+                .collect();
+            let _ = writeln!(out, "| {} | {} |", c.name, cells.join(" | "));
+        }
+        let _ = writeln!(
+            out,
+            "\nEach process's CPU time over the window (`/proc/<pid>/stat`, user + system) per client request \
+             answered in it; the gateway's instances summed. Steadier than req/s on shared cores."
+        );
     }
 }
 
