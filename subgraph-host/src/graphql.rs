@@ -1,0 +1,84 @@
+//! The `/graphql` route: a request's path from the HTTP body to the executor and back,
+//! with the simulated backend delay; plus `/health` and `/metrics`.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_graphql::Executor;
+use async_graphql_axum::{GraphQLRequest, GraphQLResponse};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+
+use crate::metrics::Counters;
+
+/// The caller's identity, taken from an `authorization: Bearer <id>` header.
+/// Resolvers read it with `ctx.data_opt::<Bearer>()`; it is absent without the header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bearer(pub String);
+
+impl Bearer {
+    fn from_headers(headers: &HeaderMap) -> Option<Bearer> {
+        let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+        // The scheme is case-insensitive (RFC 9110).
+        let (scheme, token) = value.split_once(' ')?;
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return None;
+        }
+        let token = token.trim();
+        (!token.is_empty()).then(|| Bearer(token.to_string()))
+    }
+}
+
+struct Host<E> {
+    service: &'static str,
+    executor: E,
+    delay: Duration,
+    counters: Counters,
+}
+
+/// Build the router for a subgraph: `POST /graphql`, `GET /health`, `GET /metrics`.
+pub fn router<E: Executor>(service: &'static str, executor: E, delay: Duration) -> Router {
+    let host = Arc::new(Host {
+        service,
+        executor,
+        delay,
+        counters: Counters::default(),
+    });
+    Router::new()
+        .route("/graphql", axum::routing::post(graphql::<E>))
+        .route("/health", get(|| async { "ok" }))
+        .route("/metrics", get(metrics::<E>))
+        .with_state(host)
+}
+
+async fn graphql<E: Executor>(
+    State(host): State<Arc<Host<E>>>,
+    headers: HeaderMap,
+    request: GraphQLRequest,
+) -> GraphQLResponse {
+    host.counters.requests.fetch_add(1, Ordering::Relaxed);
+    let mut request = request.into_inner();
+    if let Some(bearer) = Bearer::from_headers(&headers) {
+        request = request.data(bearer);
+    }
+    let response = host.executor.execute(request).await;
+    if response.is_err() {
+        host.counters.errors.fetch_add(1, Ordering::Relaxed);
+    }
+    if !host.delay.is_zero() {
+        tokio::time::sleep(host.delay).await;
+    }
+    response.into()
+}
+
+async fn metrics<E: Executor>(State(host): State<Arc<Host<E>>>) -> impl IntoResponse {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        host.counters.render(host.service),
+    )
+}
