@@ -7,6 +7,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+/// The document cache's default bound: 8 MiB, a few thousand subgraph documents.
+pub const DEFAULT_DOCUMENT_CACHE_BYTES: u64 = 8 << 20;
+
 /// Command-line options every subgraph accepts.
 #[derive(Debug, Clone, clap::Args)]
 pub struct HostArgs {
@@ -17,6 +20,10 @@ pub struct HostArgs {
     /// Hold every GraphQL response this many milliseconds, simulating a slow backend.
     #[arg(long, value_name = "MS", default_value_t = 0)]
     pub delay_ms: u64,
+    /// Bound of the parsed-document cache, in estimated bytes (0 turns it off). Each
+    /// distinct query text is parsed once; answers are the same either way.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_DOCUMENT_CACHE_BYTES)]
+    pub document_cache_bytes: u64,
     /// On SIGTERM or SIGINT, stop accepting and let requests in progress finish for at
     /// most this long (e.g. 5s, 500ms), then close what remains and exit 0.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = duration)]

@@ -1,5 +1,6 @@
-//! The `/graphql` route: a request's path from the HTTP body to the executor and back,
-//! with the simulated backend delay; plus `/health` and `/metrics`.
+//! The `/graphql` route: a request's path from the HTTP body through the document cache
+//! to the executor and back, with the simulated backend delay; plus `/health` and
+//! `/metrics`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -13,7 +14,27 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 
+use crate::documents::{Documents, Lookup};
 use crate::metrics::Counters;
+
+/// How a subgraph's host behaves, beyond its schema.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Hold every GraphQL response this long (`--delay-ms`).
+    pub delay: Duration,
+    /// The parsed-document cache's bound in estimated bytes; 0 disables it
+    /// (`--document-cache-bytes`).
+    pub document_cache_bytes: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            delay: Duration::ZERO,
+            document_cache_bytes: crate::cli::DEFAULT_DOCUMENT_CACHE_BYTES,
+        }
+    }
+}
 
 /// The caller's identity, taken from an `authorization: Bearer <id>` header.
 /// Resolvers read it with `ctx.data_opt::<Bearer>()`; it is absent without the header.
@@ -37,15 +58,30 @@ struct Host<E> {
     service: &'static str,
     executor: E,
     delay: Duration,
+    documents: Documents,
     counters: Counters,
 }
 
-/// Build the router for a subgraph: `POST /graphql`, `GET /health`, `GET /metrics`.
+/// Build the router for a subgraph: `POST /graphql`, `GET /health`, `GET /metrics`,
+/// holding every response `delay`, with the default document cache.
 pub fn router<E: Executor>(service: &'static str, executor: E, delay: Duration) -> Router {
+    router_with(
+        service,
+        executor,
+        Options {
+            delay,
+            ..Options::default()
+        },
+    )
+}
+
+/// Build the router for a subgraph that behaves as `options` say.
+pub fn router_with<E: Executor>(service: &'static str, executor: E, options: Options) -> Router {
     let host = Arc::new(Host {
         service,
         executor,
-        delay,
+        delay: options.delay,
+        documents: Documents::new(options.document_cache_bytes),
         counters: Counters::default(),
     });
     Router::new()
@@ -62,6 +98,14 @@ async fn graphql<E: Executor>(
 ) -> GraphQLResponse {
     host.counters.requests.fetch_add(1, Ordering::Relaxed);
     let mut request = request.into_inner();
+    match host.documents.prepare(&mut request) {
+        Lookup::Hit => host.counters.document_hits.fetch_add(1, Ordering::Relaxed),
+        Lookup::Miss => host
+            .counters
+            .document_misses
+            .fetch_add(1, Ordering::Relaxed),
+        Lookup::Skipped => 0,
+    };
     if let Some(bearer) = Bearer::from_headers(&headers) {
         request = request.data(bearer);
     }
@@ -79,6 +123,6 @@ async fn metrics<E: Executor>(State(host): State<Arc<Host<E>>>) -> impl IntoResp
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        host.counters.render(host.service),
+        host.counters.render(host.service, host.documents.size()),
     )
 }

@@ -7,6 +7,7 @@
 //!   value parsers;
 //! - [`graphql`]: the `/graphql`, `/health` and `/metrics` routes, the simulated backend
 //!   delay, and the `authorization` header handed to resolvers as a [`Bearer`];
+//! - [`documents`]: the parsed-document cache in front of the executor;
 //! - [`metrics`]: the counters on `/metrics`;
 //! - [`server`]: HTTP/1.1 connections, and the graceful drain on SIGTERM/SIGINT that lets
 //!   the matrix runner stop a service by PID without cutting requests;
@@ -14,6 +15,7 @@
 //!   deterministic draws they are generated with.
 
 pub mod cli;
+pub mod documents;
 pub mod graphql;
 pub mod ids;
 pub mod metrics;
@@ -26,7 +28,7 @@ use std::time::Duration;
 use async_graphql::Executor;
 
 pub use cli::HostArgs;
-pub use graphql::{router, Bearer};
+pub use graphql::{router, router_with, Bearer, Options};
 pub use server::{serve, shutdown_signal, Drained};
 
 /// The whole `main` of subgraph binary `binary`: parse the host's flags and the
@@ -67,7 +69,11 @@ pub fn main<A: clap::Args + clap::FromArgMatches, E: Executor>(
         memory("VmRSS:"),
         memory("VmHWM:")
     );
-    let router = router(service, executor, Duration::from_millis(args.delay_ms));
+    let options = Options {
+        delay: Duration::from_millis(args.delay_ms),
+        document_cache_bytes: args.document_cache_bytes,
+    };
+    let router = router_with(service, executor, options);
     let addr = args.listen.unwrap_or(default_listen);
     if let Err(e) = runtime.block_on(server::run(service, addr, router, args.drain_timeout)) {
         eprintln!("{binary}: {e:#}");
