@@ -7,13 +7,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_graphql::Executor;
-use async_graphql_axum::{GraphQLRequest, GraphQLResponse};
+use async_graphql_axum::GraphQLResponse;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
+use crate::decode;
 use crate::documents::{Documents, Lookup};
 use crate::metrics::Counters;
 
@@ -93,11 +94,14 @@ pub fn router_with<E: Executor>(service: &'static str, executor: E, options: Opt
 
 async fn graphql<E: Executor>(
     State(host): State<Arc<Host<E>>>,
-    headers: HeaderMap,
-    request: GraphQLRequest,
-) -> GraphQLResponse {
+    request: axum::extract::Request,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let mut request = match decode::request(&parts.headers, body).await {
+        Ok(r) => r,
+        Err(refused) => return refused,
+    };
     host.counters.requests.fetch_add(1, Ordering::Relaxed);
-    let mut request = request.into_inner();
     match host.documents.prepare(&mut request) {
         Lookup::Hit => host.counters.document_hits.fetch_add(1, Ordering::Relaxed),
         Lookup::Miss => host
@@ -106,7 +110,7 @@ async fn graphql<E: Executor>(
             .fetch_add(1, Ordering::Relaxed),
         Lookup::Skipped => 0,
     };
-    if let Some(bearer) = Bearer::from_headers(&headers) {
+    if let Some(bearer) = Bearer::from_headers(&parts.headers) {
         request = request.data(bearer);
     }
     let response = host.executor.execute(request).await;
@@ -116,7 +120,7 @@ async fn graphql<E: Executor>(
     if !host.delay.is_zero() {
         tokio::time::sleep(host.delay).await;
     }
-    response.into()
+    GraphQLResponse::from(response).into_response()
 }
 
 async fn metrics<E: Executor>(State(host): State<Arc<Host<E>>>) -> impl IntoResponse {

@@ -7,6 +7,8 @@
 //!   value parsers;
 //! - [`graphql`]: the `/graphql`, `/health` and `/metrics` routes, the simulated backend
 //!   delay, and the `authorization` header handed to resolvers as a [`Bearer`];
+//! - [`decode`]: the GraphQL request out of the HTTP body (a fast path for one JSON
+//!   object, async-graphql's own reader for everything else);
 //! - [`documents`]: the parsed-document cache in front of the executor;
 //! - [`metrics`]: the counters on `/metrics`;
 //! - [`server`]: HTTP/1.1 connections, and the graceful drain on SIGTERM/SIGINT that lets
@@ -15,6 +17,7 @@
 //!   deterministic draws they are generated with.
 
 pub mod cli;
+pub mod decode;
 pub mod documents;
 pub mod graphql;
 pub mod ids;
