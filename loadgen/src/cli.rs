@@ -198,6 +198,12 @@ pub struct MatrixArgs {
     /// Where the gateway, user-service and post-service binaries are [default: next to loadgen].
     #[arg(long)]
     pub bin_dir: Option<PathBuf>,
+    /// Run only these configurations of the file (comma-separated names).
+    #[arg(long, value_delimiter = ',', conflicts_with = "skip")]
+    pub only: Vec<String>,
+    /// Run every configuration of the file but these (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    pub skip: Vec<String>,
 }
 
 /// `loadgen compare`.

@@ -549,6 +549,43 @@ impl Experiment {
     }
 }
 
+impl Experiment {
+    /// Keep only the configurations `only` names (all when empty), less those `skip`
+    /// names (`loadgen matrix --only/--skip`). Unknown names, and leaving out a baseline
+    /// that a kept configuration's ratios need, are refused naming the flag.
+    pub fn select(&mut self, only: &[String], skip: &[String]) -> Result<(), String> {
+        for (flag, names) in [("--only", only), ("--skip", skip)] {
+            if let Some(unknown) = names
+                .iter()
+                .find(|n| !self.configs.iter().any(|c| c.name == **n))
+            {
+                let known: Vec<&str> = self.configs.iter().map(|c| c.name.as_str()).collect();
+                return Err(format!(
+                    "{flag}: {unknown:?} is not a configuration of {:?} ({})",
+                    self.name,
+                    known.join(", ")
+                ));
+            }
+        }
+        self.configs
+            .retain(|c| (only.is_empty() || only.contains(&c.name)) && !skip.contains(&c.name));
+        if self.configs.is_empty() {
+            return Err("--only/--skip leave no configuration to run".into());
+        }
+        let flag = if only.is_empty() { "--skip" } else { "--only" };
+        for c in &self.configs {
+            let baseline = c.baseline.as_ref().unwrap_or(&self.baseline);
+            if !self.configs.iter().any(|k| k.name == *baseline) {
+                return Err(format!(
+                    "{flag}: {:?} is measured against {baseline:?}, which would not run",
+                    c.name
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A `[query]` table (top-level or a configuration's own); `at` names it in messages,
 /// files are read relative to `base_dir` (the experiment file's directory).
 fn resolve_query(q: QueryFile, at: &str, base_dir: &Path) -> Result<QuerySpec, String> {
@@ -823,6 +860,30 @@ load = { rate = 500.0, threads = 2 }
                 "the file is named: {message}"
             );
         }
+    }
+
+    #[test]
+    fn configurations_can_be_selected() {
+        let text = format!("{MINIMAL}[[config]]\nname = \"b\"\n[[config]]\nname = \"c\"\n");
+        let names = |e: &Experiment| e.configs.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+        let mut e = parse(&text).unwrap();
+        e.select(&[], &["b".into()]).unwrap();
+        assert_eq!(names(&e), ["plain", "c"]);
+        let mut e = parse(&text).unwrap();
+        e.select(&["plain".into(), "c".into()], &[]).unwrap();
+        assert_eq!(names(&e), ["plain", "c"]);
+        let mut e = parse(&text).unwrap();
+        let err = e.select(&[], &["nope".into()]).unwrap_err();
+        assert!(
+            err.starts_with("--skip: \"nope\" is not a configuration"),
+            "{err}"
+        );
+        let mut e = parse(&text).unwrap();
+        let err = e.select(&[], &["plain".into()]).unwrap_err();
+        assert!(
+            err.contains("\"b\" is measured against \"plain\", which would not run"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -124,7 +124,10 @@ fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
 pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
     let experiment_text = std::fs::read_to_string(&args.config)
         .map_err(|e| anyhow!("--config {}: {e}", args.config.display()))?;
-    let experiment = Experiment::parse(&experiment_text, &args.config)?;
+    let mut experiment = Experiment::parse(&experiment_text, &args.config)?;
+    experiment
+        .select(&args.only, &args.skip)
+        .map_err(|e| anyhow!(e))?;
     let settings = RunSettings::resolve(args, &experiment);
     // A configuration that needs redis-server fails the run before anything starts.
     let redis_binary = match experiment.configs.iter().find(|c| c.redis) {
