@@ -268,7 +268,7 @@ fn workload_lines(out: &mut String, w: &WorkloadReport) {
     for o in &w.operations {
         let _ = writeln!(
             out,
-            "  {:<14} {:>9} req ({:>5.1}%) {:>9.1} req/s  p50 {}  p99 {}  errors {}{}",
+            "  {:<14} {:>9} req ({:>5.1}%) {:>9.1} req/s  p50 {}  p99 {}  errors {}  stale reads {}{}",
             o.name,
             o.requests,
             o.share.unwrap_or(0.0) * 100.0,
@@ -276,6 +276,7 @@ fn workload_lines(out: &mut String, w: &WorkloadReport) {
             ms(o.p50_ms),
             ms(o.p99_ms),
             o.errors,
+            o.stale_reads,
             if o.write { "  (write)" } else { "" }
         );
     }

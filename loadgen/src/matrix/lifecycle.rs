@@ -255,7 +255,10 @@ async fn check_query(gateway: SocketAddr, query: &QuerySpec) -> anyhow::Result<(
 async fn check_workload(gateway: SocketAddr, workload: &Workload) -> anyhow::Result<()> {
     let keys: Vec<u64> = workload.keys.iter().map(|k| k.first).collect();
     let mut recorder = FreshnessRecorder::new(workload);
-    for op in workload.operations.iter().filter(|o| !o.is_write()) {
+    for (index, op) in workload.operations.iter().enumerate() {
+        if op.is_write() {
+            continue;
+        }
         let headers: Vec<String> = op
             .headers
             .iter()
@@ -281,7 +284,7 @@ async fn check_workload(gateway: SocketAddr, workload: &Workload) -> anyhow::Res
         }
         check_answer(
             workload,
-            op,
+            index,
             &keys,
             &answer.body,
             None,

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::oracle::{Oracle, Verdict};
 use super::recorder::FreshnessRecorder;
-use super::spec::{Operation, Read, Step, Workload};
+use super::spec::{Read, Step, Workload};
 use super::template::version_of;
 
 /// Check one 2xx answer without GraphQL errors to `op`, sent at `sent_ns` (oracle
@@ -20,7 +20,7 @@ use super::template::version_of;
 #[allow(clippy::too_many_arguments)]
 pub fn check_answer(
     workload: &Workload,
-    op: &Operation,
+    op_index: usize,
     keys: &[u64],
     body: &[u8],
     oracle: Option<&Oracle>,
@@ -28,6 +28,7 @@ pub fn check_answer(
     in_window: bool,
     recorder: &mut FreshnessRecorder,
 ) {
+    let op = &workload.operations[op_index];
     if op.reads.is_empty() {
         return;
     }
@@ -50,7 +51,7 @@ pub fn check_answer(
         }
         for entity in found {
             check_entity(
-                workload, op, read, keys, entity, oracle, sent_ns, in_window, recorder,
+                workload, op_index, read, keys, entity, oracle, sent_ns, in_window, recorder,
             );
         }
     }
@@ -59,7 +60,7 @@ pub fn check_answer(
 #[allow(clippy::too_many_arguments)]
 fn check_entity(
     workload: &Workload,
-    op: &Operation,
+    op_index: usize,
     read: &Read,
     keys: &[u64],
     entity: &Value,
@@ -68,6 +69,7 @@ fn check_entity(
     in_window: bool,
     recorder: &mut FreshnessRecorder,
 ) {
+    let op = &workload.operations[op_index];
     let type_name = &workload.types[read.type_index];
     let Some(id) = entity.get(&read.id_field).and_then(Value::as_str) else {
         recorder.wrong(
@@ -114,7 +116,7 @@ fn check_entity(
         Verdict::Stale {
             age_ns,
             out_of_date_ns,
-        } => recorder.stale(in_window, age_ns, out_of_date_ns),
+        } => recorder.stale(op_index, in_window, age_ns, out_of_date_ns),
         Verdict::Foreign => recorder.wrong(
             &op.name,
             format!(
@@ -179,7 +181,7 @@ reads = [
         let mut r = FreshnessRecorder::new(&w);
         check_answer(
             &w,
-            &w.operations[0],
+            0,
             &[3],
             body.as_bytes(),
             Some(oracle),

@@ -22,6 +22,8 @@ pub const WRONG_EXAMPLES: usize = 5;
 pub struct OperationRecord {
     pub requests: u64,
     pub errors: u64,
+    /// Stale entity reads in this operation's answers.
+    pub stale_reads: u64,
     pub latency: Histogram<u64>,
 }
 
@@ -53,6 +55,7 @@ impl FreshnessRecorder {
                 .map(|_| OperationRecord {
                     requests: 0,
                     errors: 0,
+                    stale_reads: 0,
                     latency: latency_histogram(),
                 })
                 .collect(),
@@ -86,10 +89,11 @@ impl FreshnessRecorder {
         }
     }
 
-    pub fn stale(&mut self, in_window: bool, age_ns: u64, out_of_date_ns: u64) {
+    pub fn stale(&mut self, op: usize, in_window: bool, age_ns: u64, out_of_date_ns: u64) {
         if in_window {
             self.reads_checked += 1;
             self.stale_reads += 1;
+            self.operations[op].stale_reads += 1;
             self.stale_age.saturating_record((age_ns / 1000).max(1));
             self.out_of_date
                 .saturating_record((out_of_date_ns / 1000).max(1));
@@ -107,6 +111,7 @@ impl FreshnessRecorder {
         for (mine, theirs) in self.operations.iter_mut().zip(&other.operations) {
             mine.requests += theirs.requests;
             mine.errors += theirs.errors;
+            mine.stale_reads += theirs.stale_reads;
             mine.latency
                 .add(&theirs.latency)
                 .expect("histograms share bounds");
@@ -162,6 +167,7 @@ impl FreshnessRecorder {
                             0.0
                         },
                         errors: r.errors,
+                        stale_reads: r.stale_reads,
                         p50_ms: latency.p50,
                         p99_ms: latency.p99,
                     }
@@ -208,6 +214,9 @@ pub struct OperationReport {
     pub requests_per_sec: f64,
     /// Requests that were not `Ok` (any error class).
     pub errors: u64,
+    /// Stale entity reads in its answers.
+    #[serde(default)]
+    pub stale_reads: u64,
     pub p50_ms: f64,
     pub p99_ms: f64,
 }

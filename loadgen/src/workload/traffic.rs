@@ -128,10 +128,9 @@ impl Traffic for WorkloadTraffic<'_> {
             Some(_) => recorder.writes_failed += 1,
             None => {
                 if let (Outcome::Ok, Ok((_, body))) = (outcome, answer) {
-                    let op = &self.workload.operations[ticket.op];
                     check_answer(
                         self.workload,
-                        op,
+                        ticket.op,
                         &self.stream.keys,
                         body,
                         Some(self.oracle),

@@ -204,7 +204,7 @@ impl Summary {
                 ""
             },
             if show_hit_ratio {
-                " hit ratio: hits / (hits + misses + dedupes)."
+                " hit ratio: hits / (hits + misses + dedupes + skips)."
             } else {
                 ""
             },
