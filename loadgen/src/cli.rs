@@ -31,6 +31,8 @@ pub enum Command {
     Matrix(MatrixArgs),
     /// Print two matrix runs side by side.
     Compare(CompareArgs),
+    /// Write a run's summary.md and charts again from its summary.json and manifest.json.
+    Render(RenderArgs),
     /// Serve the calibration target (fixed answers, known delays) for comparisons.
     Target(TargetArgs),
 }
@@ -213,6 +215,13 @@ pub struct CompareArgs {
     pub a: PathBuf,
     /// The second run: its directory or its summary.json.
     pub b: PathBuf,
+}
+
+/// `loadgen render`.
+#[derive(Debug, Clone, Args)]
+pub struct RenderArgs {
+    /// The run's directory (results/<run-id>).
+    pub dir: PathBuf,
 }
 
 /// `loadgen target`.

@@ -14,6 +14,7 @@ fn main() -> ExitCode {
         Command::Target(args) => target(&args),
         Command::Matrix(args) => loadgen::matrix::run(&args).map(|_| ()),
         Command::Compare(args) => compare(&args),
+        Command::Render(args) => loadgen::matrix::rerender(&args.dir),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Version tag of `manifest.json`.
 pub const SCHEMA: &str = "loadgen.manifest/1";
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GitState {
     /// `HEAD`, or `None` outside a repository or before the first commit.
     pub commit: Option<String>,
@@ -19,7 +19,7 @@ pub struct GitState {
     pub dirty: Option<bool>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BinaryInfo {
     pub name: String,
     pub path: PathBuf,
@@ -28,7 +28,7 @@ pub struct BinaryInfo {
     pub modified_unix_s: Option<u64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {
     pub schema: String,
     pub run_id: String,

@@ -77,6 +77,37 @@ fn choose_profiler(experiment: &Experiment) -> anyhow::Result<Profiler> {
     }
 }
 
+/// `summary.md`, `chart.svg` and (for workloads) `tradeoff.svg` of a run; returns the
+/// Markdown.
+fn write_renderings(out: &Path, summary: &Summary, machine: &str) -> anyhow::Result<String> {
+    let markdown = summary.to_markdown(machine);
+    std::fs::write(out.join("summary.md"), &markdown)?;
+    std::fs::write(out.join("chart.svg"), chart::render(summary))?;
+    if let Some(svg) = render::tradeoff::render(summary) {
+        std::fs::write(out.join("tradeoff.svg"), svg)?;
+    }
+    Ok(markdown)
+}
+
+/// `loadgen render DIR`: write a run's summary.md and charts again from its
+/// summary.json and manifest.json (after loadgen's rendering changed); the measurements
+/// are not touched.
+pub fn rerender(dir: &Path) -> anyhow::Result<()> {
+    let summary = compare::load_summary(dir)?;
+    let manifest_path = dir.join("manifest.json");
+    let manifest: Manifest = serde_json::from_str(
+        &std::fs::read_to_string(&manifest_path)
+            .with_context(|| format!("reading {}", manifest_path.display()))?,
+    )
+    .with_context(|| format!("{} is not a loadgen manifest", manifest_path.display()))?;
+    write_renderings(dir, &summary, &manifest::machine_line(&manifest))?;
+    eprintln!(
+        "loadgen render: summary.md and charts rewritten in {}",
+        dir.display()
+    );
+    Ok(())
+}
+
 /// A fresh run directory under `results/`, named by the UTC time.
 fn default_out_dir(run_id: &str) -> PathBuf {
     let base = Path::new("results");
@@ -343,12 +374,7 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
     };
     summary.derive_warnings();
     write_json(&out.join("summary.json"), &summary)?;
-    let markdown = summary.to_markdown(&manifest::machine_line(&manifest));
-    std::fs::write(out.join("summary.md"), &markdown)?;
-    std::fs::write(out.join("chart.svg"), chart::render(&summary))?;
-    if let Some(svg) = render::tradeoff::render(&summary) {
-        std::fs::write(out.join("tradeoff.svg"), svg)?;
-    }
+    let markdown = write_renderings(&out, &summary, &manifest::machine_line(&manifest))?;
     update_latest(&out)?;
     println!("{markdown}");
     eprintln!("loadgen matrix: results in {}", out.display());
