@@ -352,11 +352,7 @@ impl Experiment {
             ("services.user_service", &file.services.user_service),
             ("services.post_service", &file.services.post_service),
         ] {
-            if let Some(flag) = args.iter().find(|a| {
-                RUNNER_OWNED_FLAGS
-                    .iter()
-                    .any(|f| *a == f || a.starts_with(&format!("{f}=")))
-            }) {
+            if let Some(flag) = runner_owned(args) {
                 return Err(invalid(format!(
                     "{key} passes {flag}, which the runner sets itself"
                 )));
@@ -441,11 +437,7 @@ impl Experiment {
                 ("user_service", &c.user_service),
                 ("post_service", &c.post_service),
             ] {
-                if let Some(flag) = args.iter().find(|a| {
-                    RUNNER_OWNED_FLAGS
-                        .iter()
-                        .any(|f| *a == f || a.starts_with(&format!("{f}=")))
-                }) {
+                if let Some(flag) = runner_owned(args) {
                     return Err(invalid(format!(
                         "{at}: {key} passes {flag}, which the runner sets itself"
                     )));
@@ -584,6 +576,15 @@ impl Experiment {
         }
         Ok(())
     }
+}
+
+/// The first argument that is a flag the runner sets itself (`--listen`, `--listen=…`).
+fn runner_owned(args: &[String]) -> Option<&String> {
+    args.iter().find(|a| {
+        RUNNER_OWNED_FLAGS
+            .iter()
+            .any(|f| *a == f || a.starts_with(&format!("{f}=")))
+    })
 }
 
 /// A `[query]` table (top-level or a configuration's own); `at` names it in messages,
