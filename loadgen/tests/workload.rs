@@ -212,17 +212,16 @@ fn no_stale_reads_on_one_gateway_with_invalidation() {
     assert_eq!(w.stale_reads, 0, "{w:?}");
 }
 
+/// What the double saw: each request's authorization header and body, in order.
+type Seen = Arc<Mutex<Vec<(String, String)>>>;
+
 /// A GraphQL double: `me` always answers user u1, whoever asks; `getPost` answers the
 /// pid asked for. Records each request's authorization header and body.
-fn double() -> (
-    SocketAddr,
-    Arc<Mutex<Vec<(String, String)>>>,
-    std::thread::JoinHandle<()>,
-) {
+fn double() -> (SocketAddr, Seen, std::thread::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap();
-    let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let seen: Seen = Arc::default();
     let record = Arc::clone(&seen);
     let thread = std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()

@@ -482,12 +482,9 @@ write = { type = "Post", id = "p{post}" }
             retitle.body.render(&[5, 0], 9),
             r#"{"query":"mutation($pid: ID!, $t: String!) { updatePostTitle(pid: $pid, title: $t) { pid } }","variables":{"pid":"p5","t":"v9"}}"#
         );
-        assert_eq!(
-            Workload::from_toml("[load]\nrate = 1.0\n")
-                .unwrap()
-                .is_none(),
-            true
-        );
+        assert!(Workload::from_toml("[load]\nrate = 1.0\n")
+            .unwrap()
+            .is_none());
     }
 
     #[test]

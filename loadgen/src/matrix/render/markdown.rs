@@ -159,10 +159,7 @@ impl Summary {
                 row.push_str(&format!(" {} |", count(m.storage_errors)));
             }
             if show_freshness {
-                let stale = match m.stale_fraction {
-                    Some(f) => format!("{}", fraction(f)),
-                    None => "–".into(),
-                };
+                let stale = m.stale_fraction.map_or("–".into(), fraction);
                 let ages = if m.stale_fraction.is_some_and(|f| f > 0.0) {
                     format!(
                         "{} / {} / {}",
