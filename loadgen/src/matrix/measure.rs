@@ -3,6 +3,7 @@
 //! sampled at the window's edges), check again, stop, and turn what was seen into a
 //! [`Measurement`] and a [`RunRecord`].
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -13,12 +14,12 @@ use super::experiment::{ConfigSpec, Experiment};
 use super::lifecycle::{Launch, Stack};
 use super::profile::endpoint::fetch_profile;
 use super::profile::flamegraph::sample_count;
-use super::profile::perf::PerfRecording;
+use super::profile::perf::{PerfData, PerfRecording};
 use super::profile::{ProfileFigures, ProfileOutcome};
 use super::record::{QueryRecord, RedisRecord, RunRecord, ServiceRecord};
 use super::redis_server;
 use super::sampling::{summed, CpuWatch, ProcessCpu};
-use super::scraping::{scrape_all, WindowMetrics};
+use super::scraping::{scrape_all, Scrape, WindowMetrics};
 use super::settings::{Binaries, RunSettings, GATEWAY, POST_SERVICE, USER_SERVICE};
 use super::summary::{InstanceFigures, Measurement};
 use crate::bench::engine::{self, BenchPlan, StopRule};
@@ -132,31 +133,38 @@ fn bench_plan(
     })
 }
 
-/// Run one configuration once.
-pub fn run_configuration(
+/// What one measured window saw, before it is turned into figures.
+struct Window {
+    report: BenchReport,
+    gateway_names: Vec<String>,
+    /// CPU of every measured process over the window.
+    cpu_all: Vec<ProcessCpu>,
+    window_started: Instant,
+    window_wall: f64,
+    rss_start: Vec<Option<u64>>,
+    rss_tracks: Vec<proc_usage::RssTrack>,
+    peak_rss: Vec<Option<u64>>,
+    before: anyhow::Result<BTreeMap<String, Scrape>>,
+    after: anyhow::Result<BTreeMap<String, Scrape>>,
+    redis_before: Option<anyhow::Result<u64>>,
+    redis_after: Option<anyhow::Result<u64>>,
+    perf: anyhow::Result<Option<PerfData>>,
+    endpoint: Option<ProfileOutcome>,
+    profile_note: Option<String>,
+}
+
+/// Warm up and measure: the bench on its own thread; CPU clocks, the profile, RSS,
+/// `/metrics` and Redis's counters at the window's edges.
+fn measure_window(
     ctx: &RunContext<'_>,
     config: &ConfigSpec,
     round: u32,
-) -> anyhow::Result<RoundOutput> {
+    stack: &Stack,
+    tag: &str,
+) -> anyhow::Result<Window> {
     let rt = ctx.runtime;
-    let tag = format!("r{round}-{}", config.name);
     let logs = ctx.out.join("logs");
-    let mut stack = Stack::start(
-        &Launch {
-            runtime: rt,
-            binaries: ctx.binaries,
-            redis_binary: ctx.redis_binary,
-            experiment_name: &ctx.experiment.name,
-            logs: &logs,
-            tag: tag.clone(),
-            gateway_profiling: matches!(ctx.profiler, Profiler::Endpoint),
-        },
-        config,
-    )
-    .with_context(|| format!("round {round}, {}", config.name))?;
-    stack.check(rt, config, &format!("round {round}"))?;
-
-    let plan = bench_plan(ctx, config, &stack)?;
+    let plan = bench_plan(ctx, config, stack)?;
     let gateway_names: Vec<String> = stack.gateways.iter().map(|(g, _)| g.name.clone()).collect();
     let gateway_pids: Vec<u32> = stack.gateways.iter().map(|(g, _)| g.pid()).collect();
     let scrape_targets = stack.scrape_targets();
@@ -247,33 +255,38 @@ pub fn run_configuration(
             ProfileOutcome::Unavailable(format!("no flamegraph: profile task failed: {e}"))
         })
     });
-    stack.check(rt, config, &format!("round {round}, after the measurement"))?;
-    let processes: Vec<ServiceRecord> = stack
-        .processes()
-        .iter()
-        .map(|(p, ready)| ServiceRecord {
-            name: p.name.clone(),
-            pid: p.pid(),
-            addr: p.addr,
-            command_line: p.command_line.clone(),
-            healthy_after_s: ready.as_secs_f64(),
-            stopped: String::new(),
-        })
-        .collect();
-    let stopped = stack.stop();
-    let services: Vec<ServiceRecord> = processes
-        .into_iter()
-        .zip(stopped)
-        .map(|(s, stopped)| ServiceRecord { stopped, ..s })
-        .collect();
+    Ok(Window {
+        report,
+        gateway_names,
+        cpu_all,
+        window_started,
+        window_wall,
+        rss_start,
+        rss_tracks,
+        peak_rss,
+        before,
+        after,
+        redis_before,
+        redis_after,
+        perf: perf_data,
+        endpoint: endpoint_outcome,
+        profile_note,
+    })
+}
 
-    // The profile, symbolized now that the services are stopped.
+/// The profile of the window, symbolized (perf) or as the endpoint gave it, with its
+/// coverage of the profiled gateway's CPU.
+fn profile_of(ctx: &RunContext<'_>, w: &mut Window) -> (ProfileOutcome, Option<ProfileFigures>) {
+    let perf_data = std::mem::replace(&mut w.perf, Ok(None));
+    let endpoint_outcome = w.endpoint.take();
+    let profile_note = w.profile_note.take();
+    let cpu_all = &w.cpu_all;
     let first_gateway_cpu = cpu_all
         .iter()
         .find(|p| p.name == GATEWAY)
         .and_then(|p| p.cpu_seconds);
     let hz = ctx.experiment.profile.hz;
-    let (profile, figures) = match (&ctx.profiler, perf_data, endpoint_outcome) {
+    match (&ctx.profiler, perf_data, endpoint_outcome) {
         (Profiler::Perf(_), Ok(Some(data)), _) => {
             let cpu_seconds = data.cpu_seconds;
             match data.collapse() {
@@ -313,8 +326,90 @@ pub fn run_configuration(
             ProfileOutcome::Unavailable(profile_note.unwrap_or_else(|| "no flamegraph".into())),
             None,
         ),
-    };
+    }
+}
 
+/// Run one configuration once.
+pub fn run_configuration(
+    ctx: &RunContext<'_>,
+    config: &ConfigSpec,
+    round: u32,
+) -> anyhow::Result<RoundOutput> {
+    let rt = ctx.runtime;
+    let tag = format!("r{round}-{}", config.name);
+    let logs = ctx.out.join("logs");
+    let mut stack = Stack::start(
+        &Launch {
+            runtime: rt,
+            binaries: ctx.binaries,
+            redis_binary: ctx.redis_binary,
+            experiment_name: &ctx.experiment.name,
+            logs: &logs,
+            tag: tag.clone(),
+            gateway_profiling: matches!(ctx.profiler, Profiler::Endpoint),
+        },
+        config,
+    )
+    .with_context(|| format!("round {round}, {}", config.name))?;
+    stack.check(rt, config, &format!("round {round}"))?;
+
+    let mut window = measure_window(ctx, config, round, &stack, &tag)?;
+    stack.check(rt, config, &format!("round {round}, after the measurement"))?;
+    let processes: Vec<ServiceRecord> = stack
+        .processes()
+        .iter()
+        .map(|(p, ready)| ServiceRecord {
+            name: p.name.clone(),
+            pid: p.pid(),
+            addr: p.addr,
+            command_line: p.command_line.clone(),
+            healthy_after_s: ready.as_secs_f64(),
+            stopped: String::new(),
+        })
+        .collect();
+    let redis_url = stack.redis.as_ref().map(|(r, _)| redis_server::url(r.addr));
+    let stopped = stack.stop();
+    let services: Vec<ServiceRecord> = processes
+        .into_iter()
+        .zip(stopped)
+        .map(|(s, stopped)| ServiceRecord { stopped, ..s })
+        .collect();
+
+    // The profile, symbolized now that the services are stopped.
+    let (profile, figures) = profile_of(ctx, &mut window);
+    round_output(
+        ctx, config, round, window, services, redis_url, profile, figures,
+    )
+}
+
+/// Turn a window's observations into the round's [`Measurement`] and [`RunRecord`].
+#[allow(clippy::too_many_arguments)]
+fn round_output(
+    ctx: &RunContext<'_>,
+    config: &ConfigSpec,
+    round: u32,
+    window: Window,
+    services: Vec<ServiceRecord>,
+    redis_url: Option<String>,
+    profile: ProfileOutcome,
+    figures: Option<ProfileFigures>,
+) -> anyhow::Result<RoundOutput> {
+    let Window {
+        report,
+        gateway_names,
+        cpu_all,
+        window_started,
+        window_wall,
+        rss_start,
+        rss_tracks,
+        peak_rss,
+        before,
+        after,
+        redis_before,
+        redis_after,
+        ..
+    } = window;
+    let client_requests = Some(report.requests as f64).filter(|n| *n > 0.0);
     let (before, after) = (before?, after?);
     let metrics = WindowMetrics::between(&before, &after, gateway_names.clone());
     let gateway_requests = metrics.gateway_sum("gateway_requests_total");
@@ -453,8 +548,8 @@ pub fn run_configuration(
         rss_warmup_peak_mib: measurement.rss_warmup_peak_mib,
         rss_samples: rss_tracks.iter().map(|t| t.samples.len()).collect(),
         gateways: instance_figures,
-        redis: stack.redis.as_ref().map(|(r, _)| RedisRecord {
-            url: redis_server::url(r.addr),
+        redis: redis_url.map(|url| RedisRecord {
+            url,
             commands_processed_before: redis_before.as_ref().and_then(|b| b.as_ref().ok().copied()),
             commands_processed_after: redis_after.as_ref().and_then(|a| a.as_ref().ok().copied()),
             commands_in_window: redis_server_commands,
