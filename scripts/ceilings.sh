@@ -87,3 +87,30 @@ print(f"a no-cache request at the least:       {floor:.1f} us = subgraphs {cpu:.
       f" + 3 client exchanges to the subgraphs and the load generator's own {4 * client:.1f}")
 print(f"bound with those:                      {cores / floor * 1e6:.0f} req/s on {cores} cores (a gateway that only forwards bytes)")
 PY
+echo
+echo "start-up with a big data set: seconds from spawn to the first /health answer, RSS then (peak), MiB"
+for cmd in "user-service --users 1000000" "post-service --posts 1000000 --users 1000000"; do
+  sp=$(port)
+  python3 - "$bin" "$sp" $cmd <<'PY'
+import subprocess, sys, time, urllib.request
+bindir, port, name, args = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+started = time.monotonic()
+p = subprocess.Popen([f"{bindir}/{name}", "--listen", f"127.0.0.1:{port}", *args],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+try:
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).read()
+            break
+        except OSError:
+            if p.poll() is not None or time.monotonic() - started > 60:
+                sys.exit(f"{name} did not start")
+            time.sleep(0.002)
+    ready = time.monotonic() - started
+    status = dict(l.split(":", 1) for l in open(f"/proc/{p.pid}/status"))
+    mib = lambda k: int(status[k].split()[0]) / 1024
+    print(f"{name} {' '.join(args)}: ready in {ready:.3f} s, RSS {mib('VmRSS'):.1f} MiB (peak {mib('VmHWM'):.1f})")
+finally:
+    p.terminate(); p.wait()
+PY
+done

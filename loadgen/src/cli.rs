@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::engine::{BenchPlan, StopRule};
-use crate::request_template::{BodySource, RequestTemplate};
+use crate::bench::engine::{BenchPlan, StopRule};
+use crate::bench::request_template::{BodySource, RequestTemplate};
+use crate::workload::Workload;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -30,6 +31,8 @@ pub enum Command {
     Matrix(MatrixArgs),
     /// Print two matrix runs side by side.
     Compare(CompareArgs),
+    /// Write a run's summary.md and charts again from its summary.json and manifest.json.
+    Render(RenderArgs),
     /// Serve the calibration target (fixed answers, known delays) for comparisons.
     Target(TargetArgs),
 }
@@ -76,6 +79,15 @@ pub struct BenchArgs {
     /// (or new variables).
     #[arg(long)]
     pub unique_literals: bool,
+    /// Send the `[workload]` of this TOML file (an experiment file, or one holding only
+    /// that table) instead of one request: a weighted mix of operations with keys drawn
+    /// from distributions, writes that carry versions, and every answer checked for
+    /// stale reads and wrong answers (format in loadgen/README.md).
+    #[arg(long, conflicts_with_all = ["body_file", "query_file", "unique_literals", "method"])]
+    pub workload: Option<PathBuf>,
+    /// With --workload: replace the file's seed.
+    #[arg(long, requires = "workload")]
+    pub seed: Option<u64>,
     /// Give up on a request after this long and count a timeout.
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub timeout: Duration,
@@ -93,6 +105,22 @@ pub struct BenchArgs {
 impl BenchArgs {
     /// Validate and read everything the run needs.
     pub fn plan(&self) -> anyhow::Result<BenchPlan> {
+        let workload = match &self.workload {
+            None => None,
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| anyhow::anyhow!("--workload {}: {e}", path.display()))?;
+                let mut workload = Workload::from_toml(&text)
+                    .map_err(|e| anyhow::anyhow!("--workload {}: {e}", path.display()))?
+                    .ok_or_else(|| {
+                        anyhow::anyhow!("--workload {}: has no [workload] table", path.display())
+                    })?;
+                if let Some(seed) = self.seed {
+                    workload.seed = seed;
+                }
+                Some(std::sync::Arc::new(workload))
+            }
+        };
         let body = match (&self.body_file, &self.query_file) {
             (Some(path), None) => BodySource::Raw(
                 std::fs::read(path)
@@ -102,6 +130,11 @@ impl BenchArgs {
                 query: std::fs::read_to_string(path)
                     .map_err(|e| anyhow::anyhow!("--query-file {}: {e}", path.display()))?,
                 variables: self.variables.clone(),
+            },
+            // A workload renders its own bodies; the template keeps the JSON content type.
+            (None, None) if workload.is_some() => BodySource::GraphQl {
+                query: String::new(),
+                variables: None,
             },
             (None, None) => BodySource::Empty,
             (Some(_), Some(_)) => {
@@ -138,6 +171,7 @@ impl BenchArgs {
             timeout: self.timeout,
             rate: self.rate,
             progress: !self.no_progress && !self.json,
+            workload,
         })
     }
 }
@@ -166,6 +200,12 @@ pub struct MatrixArgs {
     /// Where the gateway, user-service and post-service binaries are [default: next to loadgen].
     #[arg(long)]
     pub bin_dir: Option<PathBuf>,
+    /// Run only these configurations of the file (comma-separated names).
+    #[arg(long, value_delimiter = ',', conflicts_with = "skip")]
+    pub only: Vec<String>,
+    /// Run every configuration of the file but these (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    pub skip: Vec<String>,
 }
 
 /// `loadgen compare`.
@@ -175,6 +215,13 @@ pub struct CompareArgs {
     pub a: PathBuf,
     /// The second run: its directory or its summary.json.
     pub b: PathBuf,
+}
+
+/// `loadgen render`.
+#[derive(Debug, Clone, Args)]
+pub struct RenderArgs {
+    /// The run's directory (results/<run-id>).
+    pub dir: PathBuf,
 }
 
 /// `loadgen target`.

@@ -4,8 +4,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
+use loadgen::bench::report::BenchReport;
 use loadgen::cli::{BenchArgs, Cli, Command, CompareArgs, TargetArgs};
-use loadgen::report::BenchReport;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -14,6 +14,7 @@ fn main() -> ExitCode {
         Command::Target(args) => target(&args),
         Command::Matrix(args) => loadgen::matrix::run(&args).map(|_| ()),
         Command::Compare(args) => compare(&args),
+        Command::Render(args) => loadgen::matrix::rerender(&args.dir),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -26,7 +27,7 @@ fn main() -> ExitCode {
 
 fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     let plan = args.plan()?;
-    let result = loadgen::engine::run(&plan)?;
+    let result = loadgen::bench::engine::run(&plan)?;
     let report = BenchReport::new(&plan, &result);
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
@@ -35,6 +36,12 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         }
     } else {
         print!("{}", report.to_text());
+    }
+    if let Some(w) = report.workload.as_ref().filter(|w| w.wrong_answers > 0) {
+        anyhow::bail!(
+            "WRONG ANSWERS: {} answer(s) could not be right (another caller's data, another entity's); see above",
+            w.wrong_answers
+        );
     }
     Ok(())
 }
@@ -58,8 +65,8 @@ fn target(args: &TargetArgs) -> anyhow::Result<()> {
 }
 
 fn compare(args: &CompareArgs) -> anyhow::Result<()> {
-    let a = loadgen::compare::load_summary(&args.a)?;
-    let b = loadgen::compare::load_summary(&args.b)?;
-    print!("{}", loadgen::compare::render(&a, &b));
+    let a = loadgen::matrix::compare::load_summary(&args.a)?;
+    let b = loadgen::matrix::compare::load_summary(&args.b)?;
+    print!("{}", loadgen::matrix::compare::render(&a, &b));
     Ok(())
 }

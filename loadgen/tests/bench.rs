@@ -8,9 +8,9 @@
 use std::process::Command;
 use std::time::Duration;
 
-use loadgen::engine::{self, BenchPlan, StopRule};
-use loadgen::report::BenchReport;
-use loadgen::request_template::{BodySource, RequestTemplate};
+use loadgen::bench::engine::{self, BenchPlan, StopRule};
+use loadgen::bench::report::BenchReport;
+use loadgen::bench::request_template::{BodySource, RequestTemplate};
 use loadgen::target_server::BackgroundTarget;
 
 fn plan(url: &str, connections: usize, stop: StopRule) -> BenchPlan {
@@ -23,6 +23,7 @@ fn plan(url: &str, connections: usize, stop: StopRule) -> BenchPlan {
         timeout: Duration::from_secs(5),
         rate: None,
         progress: false,
+        workload: None,
     }
 }
 

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use loadgen::summary::Summary;
+use loadgen::matrix::summary::Summary;
 
 const SEED_QUERY: &str =
     "query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }";
@@ -131,6 +131,38 @@ fn matrix_quick_runs_the_seed_experiment_end_to_end() {
         assert!(file.contains("flame"), "{file}");
         let svg = std::fs::read_to_string(run.join(file)).unwrap();
         assert!(svg.contains("<svg"), "{file} is an SVG");
+        // CPU per client request for every process, next to its cores (a subgraph the
+        // cache spares may spend nothing measurable: /proc counts in 10 ms ticks).
+        for process in ["gateway", "user-service", "post-service", "loadgen"] {
+            let us = c.median.cpu_us_per_request.get(process);
+            let cores = c.median.cpu_cores.get(process);
+            assert!(
+                us.is_some_and(|u| *u >= 0.0) && cores.is_some_and(|c| *c >= 0.0),
+                "{}: {process}: {:?}",
+                c.name,
+                c.median
+            );
+        }
+        assert!(
+            c.median.cpu_us_per_request["gateway"] > 0.0,
+            "{:?}",
+            c.median
+        );
+        assert!(
+            c.median.cpu_us_per_request["loadgen"] > 0.0,
+            "{:?}",
+            c.median
+        );
+        // The profile's coverage: perf holds the whole process (kernel frames included).
+        let profile = m.profile.as_ref().expect("a profile's figures");
+        if profile.tool == "perf" {
+            let coverage = profile.coverage.unwrap();
+            assert!((0.9..=1.1).contains(&coverage), "{}: {profile:?}", c.name);
+            let folded =
+                std::fs::read_to_string(run.join("profiles").join(format!("{}.folded", c.name)))
+                    .unwrap();
+            assert!(folded.contains("_[k]"), "{}: kernel frames", c.name);
+        }
     }
     assert_eq!(summary.configs[0].rounds[0].ratio, Some(1.0));
     // What the lab is about: the cache takes load off the subgraphs, and says so.
@@ -270,7 +302,7 @@ fn matrix_runs_several_gateways_redis_and_a_configuration_query() {
     let bin_dir = require_services();
     let _turn = one_at_a_time();
     assert!(
-        loadgen::redis_server::find_on_path().is_some(),
+        loadgen::matrix::redis_server::find_on_path().is_some(),
         "redis-server is not on PATH, so this test cannot run (it does not skip): install the \
          Debian package redis-server (apt-get install redis-server)"
     );
@@ -364,7 +396,10 @@ query = {{ document = "{{ getPost(pid: \"p{{{{n}}}}\") {{ pid }} }}", expected =
         assert!(start > 0.0 && peak >= end && end > 0.0, "{}: {m:?}", c.name);
         let warm = m.rss_warmup_peak_mib.unwrap();
         assert!(warm > 0.0 && warm <= peak, "{}: {m:?}", c.name);
-        assert!(m.rss_includes_profiler, "profiling is on by default");
+        // Profiling is on by default; only the gateway's own profiler lives in its memory
+        // (perf is a process of its own).
+        let endpoint = loadgen::matrix::profile::perf::find().is_err();
+        assert_eq!(m.rss_includes_profiler, endpoint, "{}: {m:?}", c.name);
         assert!(c.median.rss_peak_mib.is_some(), "{}", c.name);
     }
 

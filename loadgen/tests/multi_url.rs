@@ -18,9 +18,9 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use loadgen::engine::{self, BenchPlan, StopRule};
-use loadgen::report::BenchReport;
-use loadgen::request_template::{BodySource, RequestTemplate};
+use loadgen::bench::engine::{self, BenchPlan, StopRule};
+use loadgen::bench::report::BenchReport;
+use loadgen::bench::request_template::{BodySource, RequestTemplate};
 use tokio::sync::oneshot;
 
 /// What one recording server saw.
@@ -130,6 +130,7 @@ fn plan(templates: Vec<RequestTemplate>, connections: usize, threads: usize, n: 
         timeout: Duration::from_secs(5),
         rate: None,
         progress: false,
+        workload: None,
     }
 }
 

@@ -1,10 +1,14 @@
-//! `post-service`: serves the posts subgraph over HTTP (`--listen`, `--delay-ms`).
+//! `post-service`: serves the posts subgraph over HTTP. `--help` lists the flags: the
+//! host's (`--listen`, delays, faults, drain) and the data set's (`--posts M --users N
+//! --data-seed S`).
 
 fn main() {
     subgraph_host::main(
         "post-service",
         "post",
         ([127, 0, 0, 1], 3002).into(),
-        post_service::schema,
+        |data: post_service::DataArgs| {
+            post_service::schema_with(post_service::Posts::from_args(&data))
+        },
     );
 }

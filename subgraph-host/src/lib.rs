@@ -1,160 +1,61 @@
 //! The HTTP harness both subgraphs share.
 //!
 //! A subgraph crate owns its schema and data; this crate owns everything around it that
-//! the lab needs to be identical on both sides: the command line (`--listen`,
-//! `--delay-ms`), the `/graphql`, `/health` and `/metrics` routes, the simulated
-//! backend delay, the `authorization` header handed to resolvers as a [`Bearer`], and a
-//! clean shutdown on SIGTERM/SIGINT so that the matrix runner can stop a service by PID.
+//! the lab needs to be identical on both sides, one role per module:
+//!
+//! - [`cli`]: the command line (`--listen`, `--delay-ms`, `--drain-timeout`) and its
+//!   value parsers;
+//! - [`graphql`]: the `/graphql`, `/health` and `/metrics` routes, the simulated backend
+//!   delay, and the `authorization` header handed to resolvers as a [`Bearer`];
+//! - [`decode`]: the GraphQL request out of the HTTP body (a fast path for one JSON
+//!   object, async-graphql's own reader for everything else);
+//! - [`documents`]: the parsed-document cache in front of the executor;
+//! - [`metrics`]: the counters on `/metrics`;
+//! - [`server`]: HTTP/1.1 connections, and the graceful drain on SIGTERM/SIGINT that lets
+//!   the matrix runner stop a service by PID without cutting requests;
+//! - [`ids`] and [`random`]: what the two data sets share, the id scheme and the
+//!   deterministic draws they are generated with.
+
+pub mod cli;
+pub mod decode;
+pub mod documents;
+pub mod graphql;
+pub mod ids;
+pub mod metrics;
+pub mod random;
+pub mod server;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_graphql::Executor;
-use async_graphql_axum::{GraphQLRequest, GraphQLResponse};
-use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::IntoResponse;
-use axum::routing::get;
-use axum::Router;
 
-/// Command-line options every subgraph accepts.
-#[derive(Debug, Clone, clap::Args)]
-pub struct HostArgs {
-    /// Address to listen on (the default depends on the service).
-    #[arg(long)]
-    pub listen: Option<SocketAddr>,
-    /// Hold every GraphQL response this many milliseconds, simulating a slow backend.
-    #[arg(long, default_value_t = 0)]
-    pub delay_ms: u64,
-}
+pub use cli::HostArgs;
+pub use graphql::{router, router_with, Bearer, Options};
+pub use server::{serve, shutdown_signal, Drained};
 
-/// The caller's identity, taken from an `authorization: Bearer <id>` header.
-/// Resolvers read it with `ctx.data_opt::<Bearer>()`; it is absent without the header.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Bearer(pub String);
-
-impl Bearer {
-    fn from_headers(headers: &HeaderMap) -> Option<Bearer> {
-        let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-        // The scheme is case-insensitive (RFC 9110).
-        let (scheme, token) = value.split_once(' ')?;
-        if !scheme.eq_ignore_ascii_case("bearer") {
-            return None;
-        }
-        let token = token.trim();
-        (!token.is_empty()).then(|| Bearer(token.to_string()))
-    }
-}
-
-/// Counters exposed on `/metrics`.
-#[derive(Default)]
-struct Counters {
-    requests: AtomicU64,
-    errors: AtomicU64,
-}
-
-struct Host<E> {
-    service: &'static str,
-    executor: E,
-    delay: Duration,
-    counters: Counters,
-}
-
-/// Build the router for a subgraph: `POST /graphql`, `GET /health`, `GET /metrics`.
-pub fn router<E: Executor>(service: &'static str, executor: E, delay: Duration) -> Router {
-    let host = Arc::new(Host {
-        service,
-        executor,
-        delay,
-        counters: Counters::default(),
-    });
-    Router::new()
-        .route("/graphql", axum::routing::post(graphql::<E>))
-        .route("/health", get(|| async { "ok" }))
-        .route("/metrics", get(metrics::<E>))
-        .with_state(host)
-}
-
-async fn graphql<E: Executor>(
-    State(host): State<Arc<Host<E>>>,
-    headers: HeaderMap,
-    request: GraphQLRequest,
-) -> GraphQLResponse {
-    host.counters.requests.fetch_add(1, Ordering::Relaxed);
-    let mut request = request.into_inner();
-    if let Some(bearer) = Bearer::from_headers(&headers) {
-        request = request.data(bearer);
-    }
-    let response = host.executor.execute(request).await;
-    if response.is_err() {
-        host.counters.errors.fetch_add(1, Ordering::Relaxed);
-    }
-    if !host.delay.is_zero() {
-        tokio::time::sleep(host.delay).await;
-    }
-    response.into()
-}
-
-async fn metrics<E: Executor>(State(host): State<Arc<Host<E>>>) -> impl IntoResponse {
-    let c = &host.counters;
-    let body = format!(
-        "# HELP subgraph_requests_total GraphQL requests received on /graphql.\n\
-         # TYPE subgraph_requests_total counter\n\
-         subgraph_requests_total{{service=\"{s}\"}} {}\n\
-         # HELP subgraph_request_errors_total GraphQL responses that carried errors.\n\
-         # TYPE subgraph_request_errors_total counter\n\
-         subgraph_request_errors_total{{service=\"{s}\"}} {}\n",
-        c.requests.load(Ordering::Relaxed),
-        c.errors.load(Ordering::Relaxed),
-        s = host.service,
-    );
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        body,
-    )
-}
-
-/// Serve `executor` as subgraph `service` until SIGINT/SIGTERM.
-pub async fn run<E: Executor>(
-    service: &'static str,
-    executor: E,
-    args: HostArgs,
-    default_listen: SocketAddr,
-) -> anyhow::Result<()> {
-    let addr = args.listen.unwrap_or(default_listen);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| anyhow::anyhow!("--listen {addr}: cannot bind: {e}"))?;
-    eprintln!(
-        "{service} listening on http://{}/graphql",
-        listener.local_addr()?
-    );
-    let app = router(service, executor, Duration::from_millis(args.delay_ms));
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
-    Ok(())
-}
-
-/// The whole `main` of subgraph binary `binary`: parse `--listen`/`--delay-ms`, serve
-/// `executor` as `service` (default address `default_listen`), and exit 1 with a
-/// message on failure.
-pub fn main<E: Executor>(
+/// The whole `main` of subgraph binary `binary`: parse the host's flags and the
+/// service's own (`A`, its data set), build the executor from the latter, serve it as
+/// `service` (default address `default_listen`), and exit 1 with a message on failure.
+/// The executor is built before the port is bound, so a service that answers `/health`
+/// has its whole data set in memory.
+pub fn main<A: clap::Args + clap::FromArgMatches, E: Executor>(
     binary: &'static str,
     service: &'static str,
     default_listen: SocketAddr,
-    executor: impl FnOnce() -> E,
+    executor: impl FnOnce(A) -> E,
 ) {
     use clap::{Args, Command, FromArgMatches};
-    let command = HostArgs::augment_args(Command::new(binary).about(format!(
+    let command = A::augment_args(HostArgs::augment_args(Command::new(binary).about(format!(
         "The {service} subgraph of graphql-cache-lab (default --listen {default_listen})"
-    )));
-    let args = match HostArgs::from_arg_matches(&command.get_matches()) {
-        Ok(a) => a,
-        Err(e) => e.exit(),
+    ))));
+    let matches = command.get_matches();
+    let (args, data) = match (
+        HostArgs::from_arg_matches(&matches),
+        A::from_arg_matches(&matches),
+    ) {
+        (Ok(a), Ok(d)) => (a, d),
+        (Err(e), _) | (_, Err(e)) => e.exit(),
     };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
@@ -163,29 +64,40 @@ pub fn main<E: Executor>(
             std::process::exit(1);
         }
     };
-    if let Err(e) = runtime.block_on(run(service, executor(), args, default_listen)) {
+    let started = std::time::Instant::now();
+    let executor = executor(data);
+    eprintln!(
+        "{service}: data set ready in {:.3} s, RSS {} (peak {})",
+        started.elapsed().as_secs_f64(),
+        memory("VmRSS:"),
+        memory("VmHWM:")
+    );
+    let options = Options {
+        delay: Duration::from_millis(args.delay_ms),
+        document_cache_bytes: args.document_cache_bytes,
+    };
+    let router = router_with(service, executor, options);
+    let addr = args.listen.unwrap_or(default_listen);
+    if let Err(e) = runtime.block_on(server::run(service, addr, router, args.drain_timeout)) {
         eprintln!("{binary}: {e:#}");
         std::process::exit(1);
     }
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return;
-                }
-            };
-        tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-    }
+/// A memory figure of this process from `/proc/self/status` (`VmRSS:`, `VmHWM:`), in
+/// MiB, or `?` where there is no such file.
+fn memory(field: &str) -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with(field))?;
+            let kib: f64 = line[field.len()..]
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse()
+                .ok()?;
+            Some(format!("{:.1} MiB", kib / 1024.0))
+        })
+        .unwrap_or_else(|| "?".into())
 }

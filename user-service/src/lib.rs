@@ -1,16 +1,20 @@
 //! The users subgraph: `User { id name }`, `me`, `createUser`, `updateUser`.
 //!
-//! Data lives in memory behind one `RwLock`. Reads take the shared lock; the two
-//! mutations take the exclusive lock for the whole read-modify-write, so that
-//! concurrent `createUser` calls never hand out the same id.
+//! The schema lives here; the table and its data sets in [`users`]. Data sits in memory
+//! behind one `RwLock`. Reads take the shared lock; the two mutations take the exclusive
+//! lock for the whole read-modify-write, so that concurrent `createUser` calls never
+//! hand out the same id.
 
-use std::collections::BTreeMap;
+pub mod users;
+
 use std::sync::{Arc, RwLock};
 
 use async_graphql::{Context, EmptySubscription, Object, Result, Schema, SimpleObject, ID};
 use subgraph_host::Bearer;
 
-/// A user of the lab's tiny social network.
+pub use users::{DataArgs, Users};
+
+/// A user of the lab's social network.
 #[derive(Debug, Clone, SimpleObject)]
 #[graphql(complex)]
 pub struct User {
@@ -21,29 +25,6 @@ pub struct User {
 #[async_graphql::ComplexObject]
 impl User {}
 
-/// The in-memory user table.
-#[derive(Debug)]
-pub struct Users {
-    by_id: BTreeMap<String, User>,
-    next_id: u64,
-}
-
-impl Default for Users {
-    fn default() -> Self {
-        let mut by_id = BTreeMap::new();
-        for (id, name) in [("u1", "John"), ("u2", "Jane")] {
-            by_id.insert(
-                id.to_string(),
-                User {
-                    id: ID::from(id),
-                    name: name.to_string(),
-                },
-            );
-        }
-        Users { by_id, next_id: 3 }
-    }
-}
-
 type Store = Arc<RwLock<Users>>;
 
 fn store<'a>(ctx: &Context<'a>) -> &'a Store {
@@ -52,7 +33,11 @@ fn store<'a>(ctx: &Context<'a>) -> &'a Store {
 
 fn read(ctx: &Context<'_>, id: &str) -> Option<User> {
     let users = store(ctx).read().unwrap_or_else(|p| p.into_inner());
-    users.by_id.get(id).cloned()
+    let name = users.name(id)?;
+    Some(User {
+        id: ID::from(id),
+        name,
+    })
 }
 
 pub struct Query;
@@ -78,38 +63,38 @@ pub struct Mutation;
 
 #[Object]
 impl Mutation {
-    /// Create a user; ids are assigned in order: `u3`, `u4`, …
+    /// Create a user; ids are assigned in order: `u3`, `u4`, … (after `uN` with `--users N`).
     async fn create_user(&self, ctx: &Context<'_>, name: String) -> Option<User> {
         let mut users = store(ctx).write().unwrap_or_else(|p| p.into_inner());
-        let id = format!("u{}", users.next_id);
-        users.next_id += 1;
-        let user = User {
-            id: ID::from(id.clone()),
+        let id = users.create(name.clone());
+        Some(User {
+            id: ID::from(id),
             name,
-        };
-        users.by_id.insert(id, user.clone());
-        Some(user)
+        })
     }
 
     /// Rename a user; an unknown id is an error.
     async fn update_user(&self, ctx: &Context<'_>, id: ID, name: String) -> Result<Option<User>> {
         let mut users = store(ctx).write().unwrap_or_else(|p| p.into_inner());
-        match users.by_id.get_mut(id.as_str()) {
-            Some(user) => {
-                user.name = name;
-                Ok(Some(user.clone()))
-            }
-            None => Err(format!("no user with id {:?}", id.as_str()).into()),
+        if users.rename(&id, name.clone()) {
+            Ok(Some(User { id, name }))
+        } else {
+            Err(format!("no user with id {:?}", id.as_str()).into())
         }
     }
 }
 
 pub type UserSchema = Schema<Query, Mutation, EmptySubscription>;
 
-/// A fresh schema over the two seed users.
+/// A fresh schema over the seed's two users.
 pub fn schema() -> UserSchema {
+    schema_with(Users::default())
+}
+
+/// A fresh schema over `users`.
+pub fn schema_with(users: Users) -> UserSchema {
     Schema::build(Query, Mutation, EmptySubscription)
         .enable_federation()
-        .data(Store::default())
+        .data(Store::new(RwLock::new(users)))
         .finish()
 }

@@ -1,10 +1,13 @@
-//! `user-service`: serves the users subgraph over HTTP (`--listen`, `--delay-ms`).
+//! `user-service`: serves the users subgraph over HTTP. `--help` lists the flags: the
+//! host's (`--listen`, delays, faults, drain) and the data set's (`--users N`).
 
 fn main() {
     subgraph_host::main(
         "user-service",
         "user",
         ([127, 0, 0, 1], 3001).into(),
-        user_service::schema,
+        |data: user_service::DataArgs| {
+            user_service::schema_with(user_service::Users::from_args(&data))
+        },
     );
 }

@@ -1,0 +1,305 @@
+//! The processes of one configuration in one round: start them on free ports (Redis
+//! first, then the subgraphs, then the gateways), wait for `/health`, check the answer,
+//! and stop them by PID.
+//!
+//! Every process is a [`ServiceProcess`], which stops itself when dropped: an error
+//! anywhere in a round never leaves a gateway behind.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context};
+use hyper::Method;
+
+use super::experiment::{ConfigSpec, QuerySpec, REDIS_PLACEHOLDER};
+use super::http_probe;
+use super::redis_server;
+use super::services::{free_ports, ServiceProcess, STOP_GRACE};
+use super::settings::{Binaries, GATEWAY, POST_SERVICE, USER_SERVICE};
+use crate::bench::outcome::body_has_graphql_errors;
+use crate::workload::check::check_answer;
+use crate::workload::recorder::FreshnessRecorder;
+use crate::workload::Workload;
+
+/// How long a service may take to answer `/health` after it starts.
+const HEALTH_DEADLINE: Duration = Duration::from_secs(60);
+/// Deadline of one answer check.
+pub const PROBE_DEADLINE: Duration = Duration::from_secs(10);
+/// How long a configuration's redis-server may take to answer PING.
+const REDIS_DEADLINE: Duration = Duration::from_secs(20);
+
+/// The running processes of one configuration.
+pub struct Stack {
+    pub redis: Option<(ServiceProcess, Duration)>,
+    pub user: (ServiceProcess, Duration),
+    pub post: (ServiceProcess, Duration),
+    /// In start order; the first is the profiled one.
+    pub gateways: Vec<(ServiceProcess, Duration)>,
+}
+
+/// What starting a stack needs to know.
+pub struct Launch<'a> {
+    pub runtime: &'a tokio::runtime::Runtime,
+    pub binaries: &'a Binaries,
+    pub redis_binary: Option<&'a Path>,
+    pub experiment_name: &'a str,
+    /// Where the processes' logs go, and the round's tag (`r1-ttl-0`).
+    pub logs: &'a Path,
+    pub tag: String,
+    /// Start the gateways with `--profiling` (the endpoint profiler).
+    pub gateway_profiling: bool,
+}
+
+/// The name of the `i`-th gateway instance: `gateway`, then `gateway-2`, `gateway-3`, …
+pub fn gateway_name(i: usize) -> String {
+    if i == 0 {
+        GATEWAY.to_string()
+    } else {
+        format!("{GATEWAY}-{}", i + 1)
+    }
+}
+
+/// `args` with every `{redis}` replaced by `url` (unchanged without a redis-server).
+pub fn with_redis_url(args: &[String], url: Option<&str>) -> Vec<String> {
+    args.iter()
+        .map(|a| match url {
+            Some(url) => a.replace(REDIS_PLACEHOLDER, url),
+            None => a.clone(),
+        })
+        .collect()
+}
+
+impl Stack {
+    /// Start every process of `config` and wait until each is healthy.
+    pub fn start(launch: &Launch<'_>, config: &ConfigSpec) -> anyhow::Result<Stack> {
+        let rt = launch.runtime;
+        let instances = config.gateways.max(1);
+        let ports =
+            free_ports(2 + instances + usize::from(config.redis)).context("choosing free ports")?;
+        let addr = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
+        let (user_addr, post_addr) = (addr(ports[0]), addr(ports[1]));
+        let log = |service: &str| launch.logs.join(format!("{}-{service}.log", launch.tag));
+        let with_listen = |listen: SocketAddr, extra: &[String]| {
+            let mut args = vec!["--listen".to_string(), listen.to_string()];
+            args.extend(extra.iter().cloned());
+            args
+        };
+
+        // Redis first, so that the gateways find it when they start.
+        let redis = if config.redis {
+            let binary = launch.redis_binary.ok_or_else(|| {
+                anyhow!(redis_server::missing_message(
+                    launch.experiment_name,
+                    &config.name
+                ))
+            })?;
+            let mut process = redis_server::start(binary, ports[2 + instances], &log("redis"))?;
+            let ready = rt.block_on(redis_server::wait_ready(&mut process, REDIS_DEADLINE))?;
+            Some((process, ready))
+        } else {
+            None
+        };
+        let redis_url = redis.as_ref().map(|(r, _)| redis_server::url(r.addr));
+        let gateway_extra = with_redis_url(&config.gateway_args, redis_url.as_deref());
+
+        let mut user = ServiceProcess::spawn(
+            USER_SERVICE,
+            &launch.binaries.user_service,
+            &with_listen(user_addr, &config.user_service_args),
+            user_addr,
+            &log(USER_SERVICE),
+        )?;
+        let mut post = ServiceProcess::spawn(
+            POST_SERVICE,
+            &launch.binaries.post_service,
+            &with_listen(post_addr, &config.post_service_args),
+            post_addr,
+            &log(POST_SERVICE),
+        )?;
+        let user_ready = rt.block_on(user.wait_healthy(HEALTH_DEADLINE))?;
+        let post_ready = rt.block_on(post.wait_healthy(HEALTH_DEADLINE))?;
+        let mut gateways = Vec::with_capacity(instances);
+        for (i, port) in ports[2..2 + instances].iter().enumerate() {
+            let gateway_addr = addr(*port);
+            let mut gateway_args = vec![
+                "--listen".to_string(),
+                gateway_addr.to_string(),
+                "--subgraph".to_string(),
+                format!("user=http://{user_addr}/graphql"),
+                "--subgraph".to_string(),
+                format!("post=http://{post_addr}/graphql"),
+            ];
+            // Every instance gets the same arguments; only the first is sampled.
+            if launch.gateway_profiling {
+                gateway_args.push("--profiling".to_string());
+            }
+            gateway_args.extend(gateway_extra.iter().cloned());
+            let name = gateway_name(i);
+            let mut process = ServiceProcess::spawn(
+                &name,
+                &launch.binaries.gateway,
+                &gateway_args,
+                gateway_addr,
+                &log(&name),
+            )?;
+            let ready = rt.block_on(process.wait_healthy(HEALTH_DEADLINE))?;
+            gateways.push((process, ready));
+        }
+        Ok(Stack {
+            redis,
+            user: (user, user_ready),
+            post: (post, post_ready),
+            gateways,
+        })
+    }
+
+    /// Every process with the time it took to be healthy: gateways, post-service,
+    /// user-service, redis-server.
+    pub fn processes(&self) -> Vec<(&ServiceProcess, Duration)> {
+        let mut all: Vec<(&ServiceProcess, Duration)> =
+            self.gateways.iter().map(|(p, d)| (p, *d)).collect();
+        all.push((&self.post.0, self.post.1));
+        all.push((&self.user.0, self.user.1));
+        if let Some((r, d)) = &self.redis {
+            all.push((r, *d));
+        }
+        all
+    }
+
+    /// Processes that serve `/metrics`: the gateways and both subgraphs.
+    pub fn scrape_targets(&self) -> Vec<(String, SocketAddr)> {
+        let mut all: Vec<(String, SocketAddr)> = self
+            .gateways
+            .iter()
+            .map(|(g, _)| (g.name.clone(), g.addr))
+            .collect();
+        all.push((USER_SERVICE.to_string(), self.user.0.addr));
+        all.push((POST_SERVICE.to_string(), self.post.0.addr));
+        all
+    }
+
+    /// Name and PID of the processes whose CPU is measured (all but redis-server).
+    pub fn measured(&self) -> Vec<(String, u32)> {
+        self.processes()
+            .iter()
+            .filter(|(p, _)| p.name != redis_server::REDIS_NAME)
+            .map(|(p, _)| (p.name.clone(), p.pid()))
+            .collect()
+    }
+
+    /// Ask every gateway what the configuration sends, and check the answer.
+    pub fn check(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        config: &ConfigSpec,
+        when: &str,
+    ) -> anyhow::Result<()> {
+        for (g, _) in &self.gateways {
+            let checked = match (&config.query, &config.workload) {
+                (Some(query), _) => rt.block_on(check_query(g.addr, query)),
+                (None, Some(workload)) => rt.block_on(check_workload(g.addr, workload)),
+                (None, None) => Ok(()),
+            };
+            checked
+                .with_context(|| format!("{}, {when}: {} at {}", config.name, g.name, g.addr))?;
+        }
+        Ok(())
+    }
+
+    /// Stop everything by PID (SIGTERM, then SIGKILL after a grace period), in the order
+    /// of [`Stack::processes`]; returns how each ended.
+    pub fn stop(&mut self) -> Vec<String> {
+        let mut stopped: Vec<String> = self
+            .gateways
+            .iter_mut()
+            .map(|(g, _)| g.stop(STOP_GRACE))
+            .collect();
+        stopped.push(self.post.0.stop(STOP_GRACE));
+        stopped.push(self.user.0.stop(STOP_GRACE));
+        if let Some((r, _)) = &mut self.redis {
+            stopped.push(r.stop(STOP_GRACE));
+        }
+        stopped
+    }
+}
+
+/// Ask the gateway the configuration's query (`{{n}}` read as 0) and compare with the
+/// expected answer.
+async fn check_query(gateway: SocketAddr, query: &QuerySpec) -> anyhow::Result<()> {
+    let answer = http_probe::request(
+        gateway,
+        Method::POST,
+        &query.path,
+        &query.headers,
+        Some(query.check_body()),
+        PROBE_DEADLINE,
+    )
+    .await
+    .context("asking the gateway the experiment's query")?;
+    let got: Option<serde_json::Value> = serde_json::from_slice(&answer.body).ok();
+    if answer.status != 200 || got.as_ref() != Some(&query.expected) {
+        bail!(
+            "wrong answer from the gateway (HTTP {}):\n  expected {}\n  got      {}",
+            answer.status,
+            query.expected,
+            answer.text()
+        );
+    }
+    Ok(())
+}
+
+/// Send every read operation of the workload once, with the first key of each key
+/// set, and check its answer's structure and identities (not versions: writes may
+/// have happened). A write is not sent: it would change the data before the load.
+async fn check_workload(gateway: SocketAddr, workload: &Workload) -> anyhow::Result<()> {
+    let keys: Vec<u64> = workload.keys.iter().map(|k| k.first).collect();
+    let mut recorder = FreshnessRecorder::new(workload);
+    for (index, op) in workload.operations.iter().enumerate() {
+        if op.is_write() {
+            continue;
+        }
+        let headers: Vec<String> = op
+            .headers
+            .iter()
+            .map(|(name, value)| format!("{}: {}", name, value.render(&keys, 0)))
+            .collect();
+        let answer = http_probe::request(
+            gateway,
+            Method::POST,
+            workload.path(),
+            &headers,
+            Some(op.body.render(&keys, 0)),
+            PROBE_DEADLINE,
+        )
+        .await
+        .with_context(|| format!("asking the gateway operation {:?}", op.name))?;
+        if answer.status != 200 || body_has_graphql_errors(&answer.body) {
+            bail!(
+                "operation {:?} failed (HTTP {}): {}",
+                op.name,
+                answer.status,
+                answer.text()
+            );
+        }
+        check_answer(
+            workload,
+            index,
+            &keys,
+            &answer.body,
+            None,
+            0,
+            false,
+            &mut recorder,
+        );
+        if recorder.wrong_answers > 0 {
+            bail!(
+                "wrong answer to operation {:?}: {}\n  got {}",
+                op.name,
+                recorder.wrong_examples.join("; "),
+                answer.text()
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,6 @@
+//! What a person reads from a run: `summary.md` ([`markdown`]), the bar chart of req/s
+//! and p99 ([`chart`]), and for workloads the trade-off of throughput against stale
+//! reads ([`tradeoff`]).
+pub mod chart;
+pub mod markdown;
+pub mod tradeoff;

@@ -1,0 +1,112 @@
+//! What a run needs before it starts: the rounds and windows in force, and where the
+//! service binaries are.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use serde::Serialize;
+
+use super::experiment::Experiment;
+use crate::cli::MatrixArgs;
+
+/// Binaries the runner starts, by file name.
+pub const GATEWAY: &str = "gateway";
+pub const USER_SERVICE: &str = "user-service";
+pub const POST_SERVICE: &str = "post-service";
+
+/// Defaults when neither the command line nor the experiment file says.
+const DEFAULT_ROUNDS: u32 = 3;
+const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+const DEFAULT_WARMUP: Duration = Duration::from_secs(2);
+/// `--quick`: one round of a few seconds, for CI.
+const QUICK_ROUNDS: u32 = 1;
+const QUICK_DURATION: Duration = Duration::from_secs(3);
+const QUICK_WARMUP: Duration = Duration::from_secs(1);
+
+/// Rounds and windows in force for a run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RunSettings {
+    pub rounds: u32,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub quick: bool,
+}
+
+impl RunSettings {
+    /// Command line first, then (unless --quick) the experiment file, then defaults.
+    pub fn resolve(args: &MatrixArgs, experiment: &Experiment) -> RunSettings {
+        let (rounds, duration, warmup) = if args.quick {
+            (QUICK_ROUNDS, QUICK_DURATION, QUICK_WARMUP)
+        } else {
+            (
+                experiment.run.rounds.unwrap_or(DEFAULT_ROUNDS),
+                experiment.run.duration.unwrap_or(DEFAULT_DURATION),
+                experiment.run.warmup.unwrap_or(DEFAULT_WARMUP),
+            )
+        };
+        RunSettings {
+            rounds: args.rounds.unwrap_or(rounds),
+            duration_s: args.duration.unwrap_or(duration).as_secs_f64(),
+            warmup_s: args.warmup.unwrap_or(warmup).as_secs_f64(),
+            quick: args.quick,
+        }
+    }
+
+    pub fn duration(&self) -> Duration {
+        Duration::from_secs_f64(self.duration_s)
+    }
+
+    pub fn warmup(&self) -> Duration {
+        Duration::from_secs_f64(self.warmup_s)
+    }
+}
+
+/// Paths of the three service binaries.
+#[derive(Debug, Clone)]
+pub struct Binaries {
+    pub gateway: PathBuf,
+    pub user_service: PathBuf,
+    pub post_service: PathBuf,
+}
+
+impl Binaries {
+    /// Find the binaries in `dir`, or next to the running loadgen (the same build).
+    pub fn locate(dir: Option<&Path>) -> anyhow::Result<Binaries> {
+        let (dir, flag) = match dir {
+            Some(d) => (d.to_path_buf(), "--bin-dir"),
+            None => {
+                let exe = std::env::current_exe().context("locating loadgen's own binary")?;
+                let dir = exe
+                    .parent()
+                    .ok_or_else(|| anyhow!("loadgen's binary has no directory"))?;
+                // Test binaries live in target/<profile>/deps; the services one level up.
+                let dir = if dir.ends_with("deps") {
+                    dir.parent().unwrap_or(dir)
+                } else {
+                    dir
+                };
+                (
+                    dir.to_path_buf(),
+                    "the directory of loadgen's binary (use --bin-dir)",
+                )
+            }
+        };
+        let find = |name: &str| {
+            let path = dir.join(name);
+            if path.is_file() {
+                Ok(path)
+            } else {
+                Err(anyhow!(
+                    "{name} not found in {} ({flag}); build the workspace first, e.g. `cargo build --release --workspace`",
+                    dir.display()
+                ))
+            }
+        };
+        Ok(Binaries {
+            gateway: find(GATEWAY)?,
+            user_service: find(USER_SERVICE)?,
+            post_service: find(POST_SERVICE)?,
+        })
+    }
+}

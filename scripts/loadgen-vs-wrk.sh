@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Is loadgen the bottleneck? The seed experiment's configurations (no cache, TTL 0,
+# TTL 10) loaded side by side by wrk, by `loadgen bench` on the one-query path, and by
+# `loadgen bench --workload` with every answer parsed and checked
+# (experiments/workloads/seed-checked.toml). One thread and 100 connections each, as the
+# matrix; rounds interleaved, the order rotating. Prints every run, then per
+# configuration the median per-round req/s ratio of each loadgen path to wrk and each
+# tool's CPU per request (its own user + system time over the run / requests).
+#   scripts/loadgen-vs-wrk.sh [ROUNDS] [SECONDS]       # default 3 rounds of 5 s
+# Output is kept in results/<stamp>-loadgen-vs-wrk/summary.txt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3}; secs=${2:-5}
+command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
+cargo build --release --locked --workspace
+. scripts/lib/record.sh
+record_output loadgen-vs-wrk
+bin=target/release
+seed='query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }'
+lua=$(mktemp); query=$(mktemp); rows=$(mktemp); runout=$(mktemp)
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -f "$lua" "$query" "$rows" "$runout"' EXIT
+printf '%s\n' "$seed" > "$query"
+cat > "$lua" <<LUA
+wrk.method = "POST"
+wrk.body = '{"query":"$seed"}'
+wrk.headers["Content-Type"] = "application/json"
+LUA
+# cpu_of CMD...: run it, print "<its stdout> CPU <user+system seconds>" (bash's time).
+cpu_of() { local t; t=$( { TIMEFORMAT='%U %S'; time "$@" > "$runout" 2>/dev/null; } 2>&1 ); cat "$runout"; echo " CPU $(echo "$t" | awk '{print $1 + $2}')"; }
+tool() { # tool NAME URL: one measured run; prints "req/s requests cpu_s"
+  case $1 in
+    wrk) cpu_of wrk -t1 -c100 -d"${secs}s" -s "$lua" "$2" | python3 -c '
+import re, sys
+t = sys.stdin.read()
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
+n = int(re.search(r"(\d+) requests in", t).group(1))
+print(rps, n, re.search(r"CPU ([\d.]+)", t).group(1))';;
+    one-query|workload)
+      local extra=(--query-file "$query"); [ "$1" = workload ] && extra=(--workload experiments/workloads/seed-checked.toml)
+      cpu_of "$bin/loadgen" bench -t1 -c100 -d"${secs}s" --url "$2" --json --no-progress "${extra[@]}" | python3 -c '
+import json, re, sys
+t = sys.stdin.read()
+j = json.loads(t.split(" CPU ")[0])
+w = j.get("workload") or {}
+assert w.get("wrong_answers", 0) == 0, w
+print(j["requests_per_sec"], j["requests"], re.search(r"CPU ([\d.]+)", t).group(1))';;
+  esac
+}
+tools=(wrk one-query workload)
+for cfg in no-cache ttl-0 ttl-10; do
+  case $cfg in no-cache) args=();; ttl-0) args=(--ttl 0);; ttl-10) args=(--ttl 10);; esac
+  up=$(port); pp=$(port); gp=$(port)
+  "$bin/user-service" --listen 127.0.0.1:$up 2>/dev/null & pids+=($!)
+  "$bin/post-service" --listen 127.0.0.1:$pp 2>/dev/null & pids+=($!)
+  "$bin/gateway" --listen 127.0.0.1:$gp --subgraph user=http://127.0.0.1:$up/graphql \
+    --subgraph post=http://127.0.0.1:$pp/graphql "${args[@]}" 2>/dev/null & pids+=($!)
+  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$gp/health" >/dev/null 2>&1 && break; sleep 0.1; done
+  url=http://127.0.0.1:$gp/graphql
+  wrk -t1 -c100 -d2s -s "$lua" "$url" >/dev/null   # warm-up, not reported
+  for r in $(seq "$rounds"); do
+    for i in 0 1 2; do
+      t=${tools[$(( (i + r) % 3 ))]}
+      line="$cfg $r $t $(tool "$t" "$url")"
+      echo "$line"; echo "$line" >> "$rows"
+    done
+  done
+  kill "${pids[@]}"; wait "${pids[@]}" 2>/dev/null || true; pids=()
+done
+python3 - "$rows" <<'PY'
+import sys, statistics as st
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+by = {(c, int(r), t): (float(rps), int(n), float(cpu)) for c, r, t, rps, n, cpu in rows}
+print("\nconfig    path        req/s (median)  vs wrk, per round: median (min-max)  CPU us/request")
+for cfg in dict.fromkeys(c for c, *_ in rows):
+    rounds = sorted({r for c, r, _ in by if c == cfg})
+    for t in ("wrk", "one-query", "workload"):
+        rps = [by[(cfg, r, t)][0] for r in rounds]
+        cpu = [by[(cfg, r, t)][2] * 1e6 / by[(cfg, r, t)][1] for r in rounds]
+        ratios = [by[(cfg, r, t)][0] / by[(cfg, r, "wrk")][0] for r in rounds]
+        print(f"{cfg:9} {t:10} {st.median(rps):14.0f}  {st.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}){'':20} {st.median(cpu):6.1f}")
+PY
