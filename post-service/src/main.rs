@@ -2,6 +2,9 @@
 //! host's (`--listen`, delays, faults, drain) and the data set's (`--posts M --users N
 //! --data-seed S`).
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     subgraph_host::main(
         "post-service",

@@ -1,6 +1,9 @@
 //! `user-service`: serves the users subgraph over HTTP. `--help` lists the flags: the
 //! host's (`--listen`, delays, faults, drain) and the data set's (`--users N`).
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     subgraph_host::main(
         "user-service",
