@@ -11,7 +11,7 @@ fn main() {
         "post",
         ([127, 0, 0, 1], 3002).into(),
         |data: post_service::DataArgs| {
-            post_service::schema_with(post_service::Posts::from_args(&data))
+            post_service::executors(post_service::Posts::from_args(&data))
         },
     );
 }

@@ -1,6 +1,6 @@
 //! The `/graphql` route: a request's path from the HTTP body through the document cache
-//! to the executor and back, with the simulated backend delay; plus `/health` and
-//! `/metrics`.
+//! to an executor (strict, or fast when the document is known to validate) and back,
+//! with the simulated backend delay; plus `/health` and `/metrics`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -17,6 +17,7 @@ use axum::Router;
 use crate::decode;
 use crate::documents::{Documents, Lookup};
 use crate::metrics::Counters;
+use crate::validated;
 
 /// How a subgraph's host behaves, beyond its schema.
 #[derive(Debug, Clone)]
@@ -55,9 +56,24 @@ impl Bearer {
     }
 }
 
+/// The executors a subgraph runs requests on: the schema as built, and optionally the
+/// same schema over the same data in `ValidationMode::Fast`, for requests that
+/// [`crate::validated`] knows to validate.
+pub struct Executors<E> {
+    pub strict: E,
+    pub fast: Option<E>,
+}
+
+impl<E> From<E> for Executors<E> {
+    /// One strict executor: every request is validated in full.
+    fn from(strict: E) -> Self {
+        Executors { strict, fast: None }
+    }
+}
+
 struct Host<E> {
     service: &'static str,
-    executor: E,
+    executors: Executors<E>,
     delay: Duration,
     documents: Documents,
     counters: Counters,
@@ -68,7 +84,7 @@ struct Host<E> {
 pub fn router<E: Executor>(service: &'static str, executor: E, delay: Duration) -> Router {
     router_with(
         service,
-        executor,
+        Executors::from(executor),
         Options {
             delay,
             ..Options::default()
@@ -76,11 +92,24 @@ pub fn router<E: Executor>(service: &'static str, executor: E, delay: Duration) 
     )
 }
 
-/// Build the router for a subgraph that behaves as `options` say.
-pub fn router_with<E: Executor>(service: &'static str, executor: E, options: Options) -> Router {
+/// Build the router for a subgraph that behaves as `options` say. A fast executor is
+/// used only if the strict one's schema takes kind-checked inputs alone
+/// ([`crate::validated::kind_checked_inputs`]).
+pub fn router_with<E: Executor>(
+    service: &'static str,
+    mut executors: Executors<E>,
+    options: Options,
+) -> Router {
+    if executors.fast.is_some() && !validated::kind_checked_inputs(&executors.strict) {
+        eprintln!(
+            "{service}: every request is validated in full: the schema has inputs whose \
+             validity depends on more than their kind (enums or custom scalars)"
+        );
+        executors.fast = None;
+    }
     let host = Arc::new(Host {
         service,
-        executor,
+        executors,
         delay: options.delay,
         documents: Documents::new(options.document_cache_bytes),
         counters: Counters::default(),
@@ -102,7 +131,8 @@ async fn graphql<E: Executor>(
         Err(refused) => return refused,
     };
     host.counters.requests.fetch_add(1, Ordering::Relaxed);
-    match host.documents.prepare(&mut request) {
+    let (lookup, entry) = host.documents.prepare(&mut request);
+    match lookup {
         Lookup::Hit => host.counters.document_hits.fetch_add(1, Ordering::Relaxed),
         Lookup::Miss => host
             .counters
@@ -110,10 +140,34 @@ async fn graphql<E: Executor>(
             .fetch_add(1, Ordering::Relaxed),
         Lookup::Skipped => 0,
     };
+    // (document, operation, shape of variables) passed strict validation before: the
+    // fast schema gives the same answer without validating again.
+    let memo = match (&host.executors.fast, entry) {
+        (Some(_), Some(entry)) => validated::shape(&request.variables).map(|shape| (entry, shape)),
+        _ => None,
+    };
+    let operation = request.operation_name.clone();
+    let known = memo
+        .as_ref()
+        .is_some_and(|(entry, shape)| entry.validated.knows(&operation, shape));
     if let Some(bearer) = Bearer::from_headers(&parts.headers) {
         request = request.data(bearer);
     }
-    let response = host.executor.execute(request).await;
+    let response = match (&host.executors.fast, known) {
+        (Some(fast), true) => {
+            host.counters
+                .validations_skipped
+                .fetch_add(1, Ordering::Relaxed);
+            fast.execute(request).await
+        }
+        _ => {
+            let response = host.executors.strict.execute(request).await;
+            if let (Some((entry, shape)), true) = (memo, response.errors.is_empty()) {
+                entry.validated.remember(operation, shape);
+            }
+            response
+        }
+    };
     if response.is_err() {
         host.counters.errors.fetch_add(1, Ordering::Relaxed);
     }

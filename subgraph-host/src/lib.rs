@@ -10,6 +10,7 @@
 //! - [`decode`]: the GraphQL request out of the HTTP body (a fast path for one JSON
 //!   object, async-graphql's own reader for everything else);
 //! - [`documents`]: the parsed-document cache in front of the executor;
+//! - [`validated`]: when a request may skip validation its document has passed before;
 //! - [`metrics`]: the counters on `/metrics`;
 //! - [`server`]: HTTP/1.1 connections, and the graceful drain on SIGTERM/SIGINT that lets
 //!   the matrix runner stop a service by PID without cutting requests;
@@ -24,6 +25,7 @@ pub mod ids;
 pub mod metrics;
 pub mod random;
 pub mod server;
+pub mod validated;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -31,7 +33,7 @@ use std::time::Duration;
 use async_graphql::Executor;
 
 pub use cli::HostArgs;
-pub use graphql::{router, router_with, Bearer, Options};
+pub use graphql::{router, router_with, Bearer, Executors, Options};
 pub use server::{serve, shutdown_signal, Drained};
 
 /// The whole `main` of subgraph binary `binary`: parse the host's flags and the
@@ -43,7 +45,7 @@ pub fn main<A: clap::Args + clap::FromArgMatches, E: Executor>(
     binary: &'static str,
     service: &'static str,
     default_listen: SocketAddr,
-    executor: impl FnOnce(A) -> E,
+    executors: impl FnOnce(A) -> Executors<E>,
 ) {
     use clap::{Args, Command, FromArgMatches};
     let command = A::augment_args(HostArgs::augment_args(Command::new(binary).about(format!(
@@ -65,7 +67,7 @@ pub fn main<A: clap::Args + clap::FromArgMatches, E: Executor>(
         }
     };
     let started = std::time::Instant::now();
-    let executor = executor(data);
+    let executors = executors(data);
     eprintln!(
         "{service}: data set ready in {:.3} s, RSS {} (peak {})",
         started.elapsed().as_secs_f64(),
@@ -76,7 +78,7 @@ pub fn main<A: clap::Args + clap::FromArgMatches, E: Executor>(
         delay: Duration::from_millis(args.delay_ms),
         document_cache_bytes: args.document_cache_bytes,
     };
-    let router = router_with(service, executor, options);
+    let router = router_with(service, executors, options);
     let addr = args.listen.unwrap_or(default_listen);
     if let Err(e) = runtime.block_on(server::run(service, addr, router, args.drain_timeout)) {
         eprintln!("{binary}: {e:#}");

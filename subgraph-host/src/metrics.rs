@@ -17,6 +17,9 @@ pub struct Counters {
     pub document_hits: AtomicU64,
     /// Requests whose text was parsed (the cache is on and did not have it).
     pub document_misses: AtomicU64,
+    /// Requests run without validating again: their document, operation and shape of
+    /// variables had passed strict validation before.
+    pub validations_skipped: AtomicU64,
 }
 
 impl Counters {
@@ -52,6 +55,11 @@ impl Counters {
             "subgraph_document_cache_misses_total",
             "Requests whose text was parsed and offered to the document cache.",
             &self.document_misses,
+        );
+        counter(
+            "subgraph_validations_skipped_total",
+            "Requests whose document, operation and shape of variables had passed strict validation before, run without validating again.",
+            &self.validations_skipped,
         );
         sample(
             "gauge",

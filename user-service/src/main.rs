@@ -10,7 +10,7 @@ fn main() {
         "user",
         ([127, 0, 0, 1], 3001).into(),
         |data: user_service::DataArgs| {
-            user_service::schema_with(user_service::Users::from_args(&data))
+            user_service::executors(user_service::Users::from_args(&data))
         },
     );
 }
