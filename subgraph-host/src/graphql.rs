@@ -1,6 +1,7 @@
-//! The `/graphql` route: a request's path from the HTTP body through the document cache
-//! to an executor (strict, or fast when the document is known to validate) and back,
-//! with the simulated backend delay; plus `/health` and `/metrics`.
+//! The `/graphql` route: a request's path from the HTTP body through its injected fate
+//! (an outage, a hang, an error, or a delay) and the document cache to an executor
+//! (strict, or fast when the document is known to validate) and back; plus `/health`
+//! and `/metrics`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -16,14 +17,15 @@ use axum::Router;
 
 use crate::decode;
 use crate::documents::{Documents, Lookup};
+use crate::faults::{Delay, Fate, FaultPlan, Faults};
 use crate::metrics::Counters;
 use crate::validated;
 
 /// How a subgraph's host behaves, beyond its schema.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Hold every GraphQL response this long (`--delay-ms`).
-    pub delay: Duration,
+    /// Delays and faults to inject ([`crate::faults`]).
+    pub faults: FaultPlan,
     /// The parsed-document cache's bound in estimated bytes; 0 disables it
     /// (`--document-cache-bytes`).
     pub document_cache_bytes: u64,
@@ -32,7 +34,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            delay: Duration::ZERO,
+            faults: FaultPlan::default(),
             document_cache_bytes: crate::cli::DEFAULT_DOCUMENT_CACHE_BYTES,
         }
     }
@@ -74,7 +76,7 @@ impl<E> From<E> for Executors<E> {
 struct Host<E> {
     service: &'static str,
     executors: Executors<E>,
-    delay: Duration,
+    faults: Faults,
     documents: Documents,
     counters: Counters,
 }
@@ -86,7 +88,10 @@ pub fn router<E: Executor>(service: &'static str, executor: E, delay: Duration) 
         service,
         Executors::from(executor),
         Options {
-            delay,
+            faults: FaultPlan {
+                delay: Delay::Fixed(delay),
+                ..FaultPlan::default()
+            },
             ..Options::default()
         },
     )
@@ -110,7 +115,7 @@ pub fn router_with<E: Executor>(
     let host = Arc::new(Host {
         service,
         executors,
-        delay: options.delay,
+        faults: Faults::new(options.faults),
         documents: Documents::new(options.document_cache_bytes),
         counters: Counters::default(),
     });
@@ -126,22 +131,67 @@ async fn graphql<E: Executor>(
     request: axum::extract::Request,
 ) -> Response {
     let (parts, body) = request.into_parts();
-    let mut request = match decode::request(&parts.headers, body).await {
+    let request = match decode::request(&parts.headers, body).await {
         Ok(r) => r,
         Err(refused) => return refused,
     };
-    host.counters.requests.fetch_add(1, Ordering::Relaxed);
+    let counters = &host.counters;
+    counters.requests.fetch_add(1, Ordering::Relaxed);
+    let _in_progress = counters.in_progress();
+    // The gateway's schema read is never faulted or delayed, so a gateway can compose.
+    let fate = if request.query.contains("_service") {
+        Fate::Answer(Duration::ZERO)
+    } else {
+        host.faults.next_fate()
+    };
+    let (response, status) = match fate {
+        Fate::Outage => {
+            counters.outages.fetch_add(1, Ordering::Relaxed);
+            let message = "injected outage (--outage): the subgraph is down";
+            (
+                injected(message, "INJECTED_OUTAGE"),
+                StatusCode::SERVICE_UNAVAILABLE,
+            )
+        }
+        Fate::Hang => {
+            counters.hangs.fetch_add(1, Ordering::Relaxed);
+            std::future::pending::<()>().await;
+            unreachable!("a pending future never resolves")
+        }
+        Fate::Error(delay) => {
+            counters.injected_errors.fetch_add(1, Ordering::Relaxed);
+            let message = "injected error (--error-rate)";
+            hold(counters, delay).await;
+            (injected(message, "INJECTED_ERROR"), StatusCode::OK)
+        }
+        Fate::Answer(delay) => {
+            let response = execute(&host, &parts.headers, request).await;
+            hold(counters, delay).await;
+            (response, StatusCode::OK)
+        }
+    };
+    if response.is_err() {
+        counters.errors.fetch_add(1, Ordering::Relaxed);
+    }
+    let mut out = GraphQLResponse::from(response).into_response();
+    *out.status_mut() = status;
+    out
+}
+
+/// Run `request` on the fast executor if its document, operation and shape of variables
+/// passed strict validation before, else on the strict one (and learn from it).
+async fn execute<E: Executor>(
+    host: &Host<E>,
+    headers: &HeaderMap,
+    mut request: async_graphql::Request,
+) -> async_graphql::Response {
+    let counters = &host.counters;
     let (lookup, entry) = host.documents.prepare(&mut request);
     match lookup {
-        Lookup::Hit => host.counters.document_hits.fetch_add(1, Ordering::Relaxed),
-        Lookup::Miss => host
-            .counters
-            .document_misses
-            .fetch_add(1, Ordering::Relaxed),
+        Lookup::Hit => counters.document_hits.fetch_add(1, Ordering::Relaxed),
+        Lookup::Miss => counters.document_misses.fetch_add(1, Ordering::Relaxed),
         Lookup::Skipped => 0,
     };
-    // (document, operation, shape of variables) passed strict validation before: the
-    // fast schema gives the same answer without validating again.
     let memo = match (&host.executors.fast, entry) {
         (Some(_), Some(entry)) => validated::shape(&request.variables).map(|shape| (entry, shape)),
         _ => None,
@@ -150,14 +200,12 @@ async fn graphql<E: Executor>(
     let known = memo
         .as_ref()
         .is_some_and(|(entry, shape)| entry.validated.knows(&operation, shape));
-    if let Some(bearer) = Bearer::from_headers(&parts.headers) {
+    if let Some(bearer) = Bearer::from_headers(headers) {
         request = request.data(bearer);
     }
-    let response = match (&host.executors.fast, known) {
+    match (&host.executors.fast, known) {
         (Some(fast), true) => {
-            host.counters
-                .validations_skipped
-                .fetch_add(1, Ordering::Relaxed);
+            counters.validations_skipped.fetch_add(1, Ordering::Relaxed);
             fast.execute(request).await
         }
         _ => {
@@ -167,14 +215,26 @@ async fn graphql<E: Executor>(
             }
             response
         }
-    };
-    if response.is_err() {
-        host.counters.errors.fetch_add(1, Ordering::Relaxed);
     }
-    if !host.delay.is_zero() {
-        tokio::time::sleep(host.delay).await;
+}
+
+/// Hold an answer `delay`, counting the time held.
+async fn hold(counters: &Counters, delay: Duration) {
+    if !delay.is_zero() {
+        counters
+            .delay_micros
+            .fetch_add(delay.as_micros() as u64, Ordering::Relaxed);
+        tokio::time::sleep(delay).await;
     }
-    GraphQLResponse::from(response).into_response()
+}
+
+/// A response that is one GraphQL error with `extensions.code`, and no data.
+fn injected(message: &str, code: &str) -> async_graphql::Response {
+    let mut error = async_graphql::ServerError::new(message, None);
+    let mut extensions = async_graphql::ErrorExtensionValues::default();
+    extensions.set("code", code);
+    error.extensions = Some(extensions);
+    async_graphql::Response::from_errors(vec![error])
 }
 
 async fn metrics<E: Executor>(State(host): State<Arc<Host<E>>>) -> impl IntoResponse {

@@ -3,12 +3,14 @@
 //! A subgraph crate owns its schema and data; this crate owns everything around it that
 //! the lab needs to be identical on both sides, one role per module:
 //!
-//! - [`cli`]: the command line (`--listen`, `--delay-ms`, `--drain-timeout`) and its
-//!   value parsers;
-//! - [`graphql`]: the `/graphql`, `/health` and `/metrics` routes, the simulated backend
-//!   delay, and the `authorization` header handed to resolvers as a [`Bearer`];
+//! - [`cli`]: the command line (`--listen`, delays, faults, the document cache,
+//!   `--drain-timeout`) and its value parsers;
+//! - [`graphql`]: the `/graphql`, `/health` and `/metrics` routes, and the
+//!   `authorization` header handed to resolvers as a [`Bearer`];
 //! - [`decode`]: the GraphQL request out of the HTTP body (a fast path for one JSON
 //!   object, async-graphql's own reader for everything else);
+//! - [`faults`]: the injected fate of each request (outages, hangs, errors, delays),
+//!   deterministic with a seed;
 //! - [`documents`]: the parsed-document cache in front of the executor;
 //! - [`validated`]: when a request may skip validation its document has passed before;
 //! - [`metrics`]: the counters on `/metrics`;
@@ -20,6 +22,7 @@
 pub mod cli;
 pub mod decode;
 pub mod documents;
+pub mod faults;
 pub mod graphql;
 pub mod ids;
 pub mod metrics;
@@ -27,10 +30,8 @@ pub mod random;
 pub mod server;
 pub mod validated;
 
-use std::net::SocketAddr;
-use std::time::Duration;
-
 use async_graphql::Executor;
+use std::net::SocketAddr;
 
 pub use cli::HostArgs;
 pub use graphql::{router, router_with, Bearer, Executors, Options};
@@ -59,6 +60,13 @@ pub fn main<A: clap::Args + clap::FromArgMatches, E: Executor>(
         (Ok(a), Ok(d)) => (a, d),
         (Err(e), _) | (_, Err(e)) => e.exit(),
     };
+    let faults = match args.fault_plan() {
+        Ok(plan) => plan,
+        Err(message) => {
+            eprintln!("error: {message}");
+            std::process::exit(2);
+        }
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
@@ -75,7 +83,7 @@ pub fn main<A: clap::Args + clap::FromArgMatches, E: Executor>(
         memory("VmHWM:")
     );
     let options = Options {
-        delay: Duration::from_millis(args.delay_ms),
+        faults,
         document_cache_bytes: args.document_cache_bytes,
     };
     let router = router_with(service, executors, options);
