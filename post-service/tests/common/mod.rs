@@ -188,7 +188,11 @@ impl Process {
         let deadline = Instant::now() + limit;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
-                let printed: Vec<String> = self.rest.try_iter().collect();
+                // Its standard error is closed now: read to the end.
+                let mut printed = Vec::new();
+                while let Ok(line) = self.rest.recv_timeout(Duration::from_secs(2)) {
+                    printed.push(line);
+                }
                 return (status, printed.join("\n"));
             }
             if Instant::now() > deadline {
