@@ -135,10 +135,7 @@ pub fn schema_with(posts: Posts) -> PostSchema {
 /// same data without repeated validation (see `subgraph_host::validated`).
 pub fn executors(posts: Posts) -> Executors<PostSchema> {
     let store = Store::new(RwLock::new(posts));
-    Executors {
-        strict: build(store.clone(), ValidationMode::Strict),
-        fast: Some(build(store, ValidationMode::Fast)),
-    }
+    Executors::strict_and_fast(|mode| build(store.clone(), mode))
 }
 
 fn build(store: Store, mode: ValidationMode) -> PostSchema {

@@ -28,19 +28,8 @@ async fn posts_with(faults: FaultPlan) -> Service {
 
 /// The labelled sample `subgraph_injected_faults_total{…fault="<fault>"}`.
 async fn injected(http: &reqwest::Client, service: &Service, fault: &str) -> f64 {
-    let text = http
-        .get(format!("http://{}/metrics", service.addr))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
     let label = format!("fault=\"{fault}\"");
-    text.lines()
-        .find(|l| l.starts_with("subgraph_injected_faults_total{") && l.contains(&label))
-        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-        .unwrap_or_else(|| panic!("no {fault} sample in:\n{text}"))
+    common::labelled_metric(http, service.addr, "subgraph_injected_faults_total", &label).await
 }
 
 /// Send `n` requests one after another: which answered with an injected error.

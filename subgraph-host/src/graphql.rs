@@ -66,6 +66,17 @@ pub struct Executors<E> {
     pub fast: Option<E>,
 }
 
+impl<E> Executors<E> {
+    /// A strict executor and a fast one, each built by `build` for its validation mode;
+    /// `build` must give both the same schema over the same data.
+    pub fn strict_and_fast(build: impl Fn(async_graphql::ValidationMode) -> E) -> Self {
+        Executors {
+            strict: build(async_graphql::ValidationMode::Strict),
+            fast: Some(build(async_graphql::ValidationMode::Fast)),
+        }
+    }
+}
+
 impl<E> From<E> for Executors<E> {
     /// One strict executor: every request is validated in full.
     fn from(strict: E) -> Self {

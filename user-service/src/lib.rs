@@ -102,10 +102,7 @@ pub fn schema_with(users: Users) -> UserSchema {
 /// same data without repeated validation (see `subgraph_host::validated`).
 pub fn executors(users: Users) -> Executors<UserSchema> {
     let store = Store::new(RwLock::new(users));
-    Executors {
-        strict: build(store.clone(), ValidationMode::Strict),
-        fast: Some(build(store, ValidationMode::Fast)),
-    }
+    Executors::strict_and_fast(|mode| build(store.clone(), mode))
 }
 
 fn build(store: Store, mode: ValidationMode) -> UserSchema {
