@@ -11,17 +11,41 @@
 #      requests it answered. The sum over the three requests is what one no-cache
 #      client request costs in the subgraphs alone, so cores / that sum bounds a
 #      no-cache gateway's req/s even if the gateway and the load generator cost nothing.
-#   scripts/ceilings.sh [SECONDS]      (default 10)
+#   4. with --baseline DIR: the same three subgraph requests on two builds of the
+#      subgraphs side by side, DIR's user-service and post-service against this tree's
+#      (or --candidate DIR's), in ROUNDS rounds whose order alternates (AB, BA, ...),
+#      each build's services started afresh in each round. It prints each build's CPU
+#      per request (median over the rounds) and the median of the per-round ratios,
+#      for each request and for the sum: one no-cache seed query. A baseline is any
+#      older commit built on its own, e.g. for the commit the subgraph work started from:
+#        git worktree add /tmp/base d5df775 && (cd /tmp/base && cargo build --release --locked -p user-service -p post-service)
+#        scripts/ceilings.sh 10 --baseline /tmp/base/target/release
+#   scripts/ceilings.sh [SECONDS] [--baseline DIR [--candidate DIR] [--rounds N]]
+#                                        (default 10 s, candidate target/release, 3 rounds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+secs=10 baseline="" candidate=$PWD/target/release rounds=3
+while [ $# -gt 0 ]; do
+  case $1 in
+    --baseline) baseline=$(realpath "$2"); shift 2 ;;
+    --candidate) candidate=$(realpath "$2"); shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    *) secs=$1; shift ;;
+  esac
+done
+for dir in $baseline ${baseline:+$candidate}; do
+  for b in user-service post-service; do
+    [ -x "$dir/$b" ] || { echo "ceilings.sh: no $b in $dir" >&2; exit 2; }
+  done
+done
 . scripts/lib/record.sh
 record_output ceilings   # everything printed is also kept in results/<stamp>-ceilings/summary.txt
-secs=${1:-10}
 cargo build --release --locked -p gateway -p user-service -p post-service -p loadgen
 bin=$PWD/target/release
 work=$(mktemp -d)
-pids=()
-stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done; pids=(); }
+rows=$work/rows   # where bench() appends its lines
+pids=() ab_pids=()
+stop() { for p in "${pids[@]}" "${ab_pids[@]}"; do kill "$p" 2>/dev/null || true; done; for p in "${pids[@]}" "${ab_pids[@]}"; do wait "$p" 2>/dev/null || true; done; pids=() ab_pids=(); }
 trap 'stop; rm -rf "$work"' EXIT
 wait_up() { for _ in $(seq 300); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "no answer from $1" >&2; return 1; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -31,7 +55,7 @@ bench() { # label url body-file [pid whose CPU to count]
   "$bin/loadgen" bench --url "$2" --body-file "$3" -H 'content-type: application/json' \
     --connections 100 --threads 1 --duration "${secs}s" --warmup 2s --json --no-progress > "$work/out.json"
   [ -n "${4:-}" ] && after=$(cpu_ticks "$4")
-  python3 - "$1" "$work/out.json" "$before" "$after" "$(getconf CLK_TCK)" <<'PY' | tee -a "$work/rows"
+  python3 - "$1" "$work/out.json" "$before" "$after" "$(getconf CLK_TCK)" <<'PY' | tee -a "$rows"
 import json, sys
 r = json.load(open(sys.argv[2]))
 ticks = int(sys.argv[4]) - int(sys.argv[3])
@@ -114,3 +138,40 @@ finally:
     p.terminate(); p.wait()
 PY
 done
+
+[ -z "$baseline" ] && exit 0
+echo
+echo "A/B, $rounds rounds: baseline $baseline against candidate $candidate"
+echo "round build what req/s errors server_cpu_us_per_request client_cpu_us_per_request loadgen_may_be_bottleneck"
+rows=$work/ab
+for r in $(seq "$rounds"); do
+  order="baseline candidate"; [ $((r % 2)) = 0 ] && order="candidate baseline"
+  for build in $order; do
+    dir=$baseline; [ "$build" = candidate ] && dir=$candidate
+    au=$(port); ap=$(port)
+    "$dir/user-service" --listen 127.0.0.1:$au >/dev/null 2>&1 & ab_pids=($!)
+    "$dir/post-service" --listen 127.0.0.1:$ap >/dev/null 2>&1 & ab_pids+=($!)
+    wait_up "http://127.0.0.1:$au/health"; wait_up "http://127.0.0.1:$ap/health"
+    bench "$r $build users:me" "http://127.0.0.1:$au/graphql" "$work/user.json" "${ab_pids[0]}"
+    bench "$r $build posts:topPosts" "http://127.0.0.1:$ap/graphql" "$work/posts.json" "${ab_pids[1]}"
+    bench "$r $build posts:_entities" "http://127.0.0.1:$ap/graphql" "$work/entities.json" "${ab_pids[1]}"
+    kill "${ab_pids[@]}"; wait "${ab_pids[@]}" 2>/dev/null || true
+  done
+done
+python3 - "$rows" <<'PY'
+import statistics, sys
+cpu = {}  # (build, what) -> {round: us}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) == 8:
+        cpu.setdefault((f[1], f[2]), {})[int(f[0])] = float(f[5])
+whats = ["users:me", "posts:topPosts", "posts:_entities"]
+rounds = sorted(cpu[("baseline", whats[0])])
+seed = {b: {r: sum(cpu[(b, w)][r] for w in whats) for r in rounds} for b in ("baseline", "candidate")}
+print()
+print(f"{'subgraph CPU per request (us)':32} {'baseline':>9} {'candidate':>9} {'candidate/baseline (min-max)':>30}")
+for what, table in [(w, {b: cpu[(b, w)] for b in ("baseline", "candidate")}) for w in whats] + [("one no-cache seed query", seed)]:
+    ratios = [table["candidate"][r] / table["baseline"][r] for r in rounds]
+    print(f"{what:32} {statistics.median(table['baseline'].values()):9.1f} {statistics.median(table['candidate'].values()):9.1f}"
+          f" {statistics.median(ratios):16.2f} ({min(ratios):.2f}-{max(ratios):.2f})")
+PY

@@ -12,8 +12,10 @@ pub mod posts;
 use std::sync::{Arc, RwLock};
 
 use async_graphql::{
-    ComplexObject, Context, EmptySubscription, Object, Result, Schema, SimpleObject, ID,
+    ComplexObject, Context, EmptySubscription, Object, Result, Schema, SimpleObject,
+    ValidationMode, ID,
 };
+use subgraph_host::Executors;
 
 use posts::PostRow;
 pub use posts::{DataArgs, Posts};
@@ -126,8 +128,20 @@ pub fn schema() -> PostSchema {
 
 /// A fresh schema over `posts`.
 pub fn schema_with(posts: Posts) -> PostSchema {
+    build(Store::new(RwLock::new(posts)), ValidationMode::Strict)
+}
+
+/// The host's two executors over `posts`: the schema, and the same schema over the
+/// same data without repeated validation (see `subgraph_host::validated`).
+pub fn executors(posts: Posts) -> Executors<PostSchema> {
+    let store = Store::new(RwLock::new(posts));
+    Executors::strict_and_fast(|mode| build(store.clone(), mode))
+}
+
+fn build(store: Store, mode: ValidationMode) -> PostSchema {
     Schema::build(Query, Mutation, EmptySubscription)
         .enable_federation()
-        .data(Store::new(RwLock::new(posts)))
+        .validation_mode(mode)
+        .data(store)
         .finish()
 }

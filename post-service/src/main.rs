@@ -2,13 +2,16 @@
 //! host's (`--listen`, delays, faults, drain) and the data set's (`--posts M --users N
 //! --data-seed S`).
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     subgraph_host::main(
         "post-service",
         "post",
         ([127, 0, 0, 1], 3002).into(),
         |data: post_service::DataArgs| {
-            post_service::schema_with(post_service::Posts::from_args(&data))
+            post_service::executors(post_service::Posts::from_args(&data))
         },
     );
 }

@@ -161,56 +161,39 @@ async fn a_million_posts_read_and_write() {
     let mine = d["_entities"][0]["topPosts"].as_array().unwrap();
     assert_eq!(mine.last().unwrap()["pid"], "p1000000");
     assert!(mine.len() > 50 && mine.len() < 200, "{} posts", mine.len());
-    // Mutations on the big sets.
-    let d = data(
-        &http,
-        &posts.url(),
-        r#"mutation { updatePostTitle(pid: "p999999", title: "v1") { pid title } }"#,
-        Value::Null,
-    )
-    .await;
-    assert_eq!(
-        d,
-        json!({ "updatePostTitle": { "pid": "p999999", "title": "v1" } })
-    );
-    let d = data(
-        &http,
-        &posts.url(),
-        r#"{ getPost(pid: "p999999") { title } }"#,
-        Value::Null,
-    )
-    .await;
-    assert_eq!(d["getPost"]["title"], "v1");
-    let (_, body) = post(
-        &http,
-        &posts.url(),
-        r#"mutation { updatePostTitle(pid: "p1000001", title: "x") { pid } }"#,
-        Value::Null,
-    )
-    .await;
+    // Mutations on the big sets, each followed by what it should have done.
+    let steps = [
+        (
+            posts.url(),
+            r#"mutation { updatePostTitle(pid: "p999999", title: "v1") { pid title } }"#,
+            json!({ "updatePostTitle": { "pid": "p999999", "title": "v1" } }),
+        ),
+        (
+            posts.url(),
+            r#"{ getPost(pid: "p999999") { title } }"#,
+            json!({ "getPost": { "title": "v1" } }),
+        ),
+        (
+            user.url(),
+            r#"mutation { createUser(name: "New") { id name } }"#,
+            json!({ "createUser": { "id": "u10001", "name": "New" } }),
+        ),
+        (
+            user.url(),
+            r#"mutation { updateUser(id: "u10000", name: "Last") { id name } }"#,
+            json!({ "updateUser": { "id": "u10000", "name": "Last" } }),
+        ),
+    ];
+    for (url, query, expected) in steps {
+        assert_eq!(
+            data(&http, &url, query, Value::Null).await,
+            expected,
+            "{query}"
+        );
+    }
+    let unknown = r#"mutation { updatePostTitle(pid: "p1000001", title: "x") { pid } }"#;
+    let (_, body) = post(&http, &posts.url(), unknown, Value::Null).await;
     assert!(body.contains(r#"no post with pid \"p1000001\""#), "{body}");
-    let d = data(
-        &http,
-        &user.url(),
-        r#"mutation { createUser(name: "New") { id name } }"#,
-        Value::Null,
-    )
-    .await;
-    assert_eq!(
-        d,
-        json!({ "createUser": { "id": "u10001", "name": "New" } })
-    );
-    let d = data(
-        &http,
-        &user.url(),
-        r#"mutation { updateUser(id: "u10000", name: "Last") { id name } }"#,
-        Value::Null,
-    )
-    .await;
-    assert_eq!(
-        d,
-        json!({ "updateUser": { "id": "u10000", "name": "Last" } })
-    );
     let (_, body) = post(&http, &user.url(), "{ me { id name } }", Value::Null).await;
     assert_eq!(body, r#"{"data":{"me":{"id":"u1","name":"User 1"}}}"#);
     let r = http

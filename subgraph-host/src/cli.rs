@@ -7,6 +7,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::faults::{Delay, FaultPlan, Outage};
+
 /// The document cache's default bound: 8 MiB, a few thousand subgraph documents.
 pub const DEFAULT_DOCUMENT_CACHE_BYTES: u64 = 8 << 20;
 
@@ -17,9 +19,34 @@ pub struct HostArgs {
     /// one, printed on standard error).
     #[arg(long)]
     pub listen: Option<SocketAddr>,
-    /// Hold every GraphQL response this many milliseconds, simulating a slow backend.
+    /// Hold every GraphQL response this many milliseconds, simulating a slow backend
+    /// (the mean, with --delay-jitter-ms or --delay-distribution exponential).
     #[arg(long, value_name = "MS", default_value_t = 0)]
     pub delay_ms: u64,
+    /// Spread each response's delay uniformly over --delay-ms ± this many milliseconds
+    /// (at most --delay-ms).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub delay_jitter_ms: u64,
+    /// How delays are drawn: "fixed" (--delay-ms, or uniform with --delay-jitter-ms) or
+    /// "exponential" (mean --delay-ms: mostly fast, with a long tail).
+    #[arg(long, value_name = "KIND", default_value = "fixed")]
+    pub delay_distribution: Distribution,
+    /// Answer this share of requests (0 to 1) with a GraphQL error instead of executing
+    /// them.
+    #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = rate)]
+    pub error_rate: f64,
+    /// Never answer this share of requests (0 to 1): they hang until the client gives up
+    /// or the drain ends them.
+    #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = rate)]
+    pub hang_rate: f64,
+    /// Fail every request, at once with HTTP 503 and a GraphQL error, from START to END
+    /// of every PERIOD since the service started (e.g. 2s..4s/10s). May be repeated.
+    #[arg(long, value_name = "START..END/PERIOD")]
+    pub outage: Vec<Outage>,
+    /// The seed that decides which requests get an error, hang, and which delay each
+    /// gets: the same seed gives the n-th request the same fate on every run.
+    #[arg(long, value_name = "SEED", default_value_t = 1)]
+    pub fault_seed: u64,
     /// Bound of the parsed-document cache, in estimated bytes (0 turns it off). Each
     /// distinct query text is parsed once; answers are the same either way.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_DOCUMENT_CACHE_BYTES)]
@@ -28,6 +55,56 @@ pub struct HostArgs {
     /// most this long (e.g. 5s, 500ms), then close what remains and exit 0.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = duration)]
     pub drain_timeout: Duration,
+}
+
+/// How `--delay-distribution` draws delays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Distribution {
+    Fixed,
+    Exponential,
+}
+
+impl HostArgs {
+    /// The faults and delays these flags ask for, or a message naming the flags that
+    /// do not fit together.
+    pub fn fault_plan(&self) -> Result<FaultPlan, String> {
+        let mean = Duration::from_millis(self.delay_ms);
+        let jitter = Duration::from_millis(self.delay_jitter_ms);
+        let delay = match (self.delay_distribution, self.delay_jitter_ms) {
+            (Distribution::Fixed, 0) => Delay::Fixed(mean),
+            (Distribution::Fixed, _) if jitter > mean => {
+                return Err(format!(
+                    "--delay-jitter-ms {} is more than --delay-ms {}: delays would go below zero",
+                    self.delay_jitter_ms, self.delay_ms
+                ))
+            }
+            (Distribution::Fixed, _) => Delay::Uniform { mean, jitter },
+            (Distribution::Exponential, 0) if self.delay_ms == 0 => {
+                return Err("--delay-distribution exponential needs a mean: --delay-ms".into())
+            }
+            (Distribution::Exponential, 0) => Delay::Exponential { mean },
+            (Distribution::Exponential, _) => {
+                return Err(
+                    "--delay-jitter-ms does not apply to --delay-distribution exponential".into(),
+                )
+            }
+        };
+        Ok(FaultPlan {
+            delay,
+            error_rate: self.error_rate,
+            hang_rate: self.hang_rate,
+            outages: self.outage.clone(),
+            seed: self.fault_seed,
+        })
+    }
+}
+
+/// A share from 0 to 1.
+pub fn rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
+        _ => Err(format!("{text:?} is not a share from 0 to 1")),
+    }
 }
 
 /// A duration written with its unit: `250ms`, `2s`, `1.5s`, `1m`.
@@ -51,6 +128,16 @@ pub fn duration(text: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_are_shares() {
+        assert_eq!(rate("0"), Ok(0.0));
+        assert_eq!(rate("0.25"), Ok(0.25));
+        assert_eq!(rate("1"), Ok(1.0));
+        for bad in ["-0.1", "1.01", "NaN", "inf", "", "half"] {
+            assert!(rate(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn durations_need_a_unit() {

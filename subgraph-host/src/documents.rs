@@ -34,13 +34,23 @@ use async_graphql::parser::Positioned;
 use async_graphql::Request;
 use async_graphql_value::{Name, Value};
 
+use crate::validated::Validated;
+
 /// Bytes per entry beyond the text and the document: the cache's own bookkeeping.
 pub const ENTRY_OVERHEAD: u64 = 256;
 
-/// The bytes that caching `doc`, parsed from `query`, holds.
+/// The bytes that caching `doc`, parsed from `query`, holds at most: the text, the
+/// document, the validation memo when full, and the fixed overhead.
 pub fn weight(query: &str, doc: &ExecutableDocument) -> u32 {
-    let bytes = (query.len() + heap(doc)) as u64 + ENTRY_OVERHEAD;
+    let bytes = (query.len() + heap(doc) + Validated::MAX_BYTES) as u64 + ENTRY_OVERHEAD;
     bytes.min(u32::MAX as u64) as u32
+}
+
+/// A cached document, and the validations it has passed ([`crate::validated`]).
+#[derive(Debug)]
+pub struct Entry {
+    pub doc: ExecutableDocument,
+    pub validated: Validated,
 }
 
 /// What became of a request's text.
@@ -56,7 +66,7 @@ pub enum Lookup {
 
 /// Parsed documents by query text.
 pub struct Documents {
-    cache: Option<moka::sync::Cache<String, Arc<ExecutableDocument>>>,
+    cache: Option<moka::sync::Cache<String, Arc<Entry>>>,
 }
 
 impl Documents {
@@ -65,29 +75,33 @@ impl Documents {
         let cache = (max_bytes > 0).then(|| {
             moka::sync::Cache::builder()
                 .max_capacity(max_bytes)
-                .weigher(|query: &String, doc: &Arc<ExecutableDocument>| weight(query, doc))
+                .weigher(|query: &String, entry: &Arc<Entry>| weight(query, &entry.doc))
                 .build()
         });
         Documents { cache }
     }
 
-    /// Give `request` its parsed document, from the cache or parsed now.
-    pub fn prepare(&self, request: &mut Request) -> Lookup {
+    /// Give `request` its parsed document, from the cache or parsed now; the cache's
+    /// entry for it, if it has one.
+    pub fn prepare(&self, request: &mut Request) -> (Lookup, Option<Arc<Entry>>) {
         let Some(cache) = &self.cache else {
-            return Lookup::Skipped;
+            return (Lookup::Skipped, None);
         };
-        if let Some(doc) = cache.get(request.query.as_str()) {
-            request.set_parsed_query(ExecutableDocument::clone(&doc));
-            return Lookup::Hit;
+        if let Some(entry) = cache.get(request.query.as_str()) {
+            request.set_parsed_query(entry.doc.clone());
+            return (Lookup::Hit, Some(entry));
         }
         match async_graphql::parser::parse_query(&request.query) {
             Ok(doc) => {
-                let doc = Arc::new(doc);
-                cache.insert(request.query.clone(), doc.clone());
-                request.set_parsed_query(Arc::unwrap_or_clone(doc));
-                Lookup::Miss
+                request.set_parsed_query(doc.clone());
+                let entry = Arc::new(Entry {
+                    doc,
+                    validated: Validated::default(),
+                });
+                cache.insert(request.query.clone(), entry.clone());
+                (Lookup::Miss, Some(entry))
             }
-            Err(_) => Lookup::Skipped,
+            Err(_) => (Lookup::Skipped, None),
         }
     }
 

@@ -1,6 +1,7 @@
-//! The `/graphql` route: a request's path from the HTTP body through the document cache
-//! to the executor and back, with the simulated backend delay; plus `/health` and
-//! `/metrics`.
+//! The `/graphql` route: a request's path from the HTTP body through its injected fate
+//! (an outage, a hang, an error, or a delay) and the document cache to an executor
+//! (strict, or fast when the document is known to validate) and back; plus `/health`
+//! and `/metrics`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -16,13 +17,15 @@ use axum::Router;
 
 use crate::decode;
 use crate::documents::{Documents, Lookup};
+use crate::faults::{Delay, Fate, FaultPlan, Faults};
 use crate::metrics::Counters;
+use crate::validated;
 
 /// How a subgraph's host behaves, beyond its schema.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Hold every GraphQL response this long (`--delay-ms`).
-    pub delay: Duration,
+    /// Delays and faults to inject ([`crate::faults`]).
+    pub faults: FaultPlan,
     /// The parsed-document cache's bound in estimated bytes; 0 disables it
     /// (`--document-cache-bytes`).
     pub document_cache_bytes: u64,
@@ -31,7 +34,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            delay: Duration::ZERO,
+            faults: FaultPlan::default(),
             document_cache_bytes: crate::cli::DEFAULT_DOCUMENT_CACHE_BYTES,
         }
     }
@@ -55,10 +58,36 @@ impl Bearer {
     }
 }
 
+/// The executors a subgraph runs requests on: the schema as built, and optionally the
+/// same schema over the same data in `ValidationMode::Fast`, for requests that
+/// [`crate::validated`] knows to validate.
+pub struct Executors<E> {
+    pub strict: E,
+    pub fast: Option<E>,
+}
+
+impl<E> Executors<E> {
+    /// A strict executor and a fast one, each built by `build` for its validation mode;
+    /// `build` must give both the same schema over the same data.
+    pub fn strict_and_fast(build: impl Fn(async_graphql::ValidationMode) -> E) -> Self {
+        Executors {
+            strict: build(async_graphql::ValidationMode::Strict),
+            fast: Some(build(async_graphql::ValidationMode::Fast)),
+        }
+    }
+}
+
+impl<E> From<E> for Executors<E> {
+    /// One strict executor: every request is validated in full.
+    fn from(strict: E) -> Self {
+        Executors { strict, fast: None }
+    }
+}
+
 struct Host<E> {
     service: &'static str,
-    executor: E,
-    delay: Duration,
+    executors: Executors<E>,
+    faults: Faults,
     documents: Documents,
     counters: Counters,
 }
@@ -68,20 +97,36 @@ struct Host<E> {
 pub fn router<E: Executor>(service: &'static str, executor: E, delay: Duration) -> Router {
     router_with(
         service,
-        executor,
+        Executors::from(executor),
         Options {
-            delay,
+            faults: FaultPlan {
+                delay: Delay::Fixed(delay),
+                ..FaultPlan::default()
+            },
             ..Options::default()
         },
     )
 }
 
-/// Build the router for a subgraph that behaves as `options` say.
-pub fn router_with<E: Executor>(service: &'static str, executor: E, options: Options) -> Router {
+/// Build the router for a subgraph that behaves as `options` say. A fast executor is
+/// used only if the strict one's schema takes kind-checked inputs alone
+/// ([`crate::validated::kind_checked_inputs`]).
+pub fn router_with<E: Executor>(
+    service: &'static str,
+    mut executors: Executors<E>,
+    options: Options,
+) -> Router {
+    if executors.fast.is_some() && !validated::kind_checked_inputs(&executors.strict) {
+        eprintln!(
+            "{service}: every request is validated in full: the schema has inputs whose \
+             validity depends on more than their kind (enums or custom scalars)"
+        );
+        executors.fast = None;
+    }
     let host = Arc::new(Host {
         service,
-        executor,
-        delay: options.delay,
+        executors,
+        faults: Faults::new(options.faults),
         documents: Documents::new(options.document_cache_bytes),
         counters: Counters::default(),
     });
@@ -97,30 +142,110 @@ async fn graphql<E: Executor>(
     request: axum::extract::Request,
 ) -> Response {
     let (parts, body) = request.into_parts();
-    let mut request = match decode::request(&parts.headers, body).await {
+    let request = match decode::request(&parts.headers, body).await {
         Ok(r) => r,
         Err(refused) => return refused,
     };
-    host.counters.requests.fetch_add(1, Ordering::Relaxed);
-    match host.documents.prepare(&mut request) {
-        Lookup::Hit => host.counters.document_hits.fetch_add(1, Ordering::Relaxed),
-        Lookup::Miss => host
-            .counters
-            .document_misses
-            .fetch_add(1, Ordering::Relaxed),
+    let counters = &host.counters;
+    counters.requests.fetch_add(1, Ordering::Relaxed);
+    let _in_progress = counters.in_progress();
+    // The gateway's schema read is never faulted or delayed, so a gateway can compose.
+    let fate = if request.query.contains("_service") {
+        Fate::Answer(Duration::ZERO)
+    } else {
+        host.faults.next_fate()
+    };
+    let (response, status) = match fate {
+        Fate::Outage => {
+            counters.outages.fetch_add(1, Ordering::Relaxed);
+            let message = "injected outage (--outage): the subgraph is down";
+            (
+                injected(message, "INJECTED_OUTAGE"),
+                StatusCode::SERVICE_UNAVAILABLE,
+            )
+        }
+        Fate::Hang => {
+            counters.hangs.fetch_add(1, Ordering::Relaxed);
+            std::future::pending::<()>().await;
+            unreachable!("a pending future never resolves")
+        }
+        Fate::Error(delay) => {
+            counters.injected_errors.fetch_add(1, Ordering::Relaxed);
+            let message = "injected error (--error-rate)";
+            hold(counters, delay).await;
+            (injected(message, "INJECTED_ERROR"), StatusCode::OK)
+        }
+        Fate::Answer(delay) => {
+            let response = execute(&host, &parts.headers, request).await;
+            hold(counters, delay).await;
+            (response, StatusCode::OK)
+        }
+    };
+    if response.is_err() {
+        counters.errors.fetch_add(1, Ordering::Relaxed);
+    }
+    let mut out = GraphQLResponse::from(response).into_response();
+    *out.status_mut() = status;
+    out
+}
+
+/// Run `request` on the fast executor if its document, operation and shape of variables
+/// passed strict validation before, else on the strict one (and learn from it).
+async fn execute<E: Executor>(
+    host: &Host<E>,
+    headers: &HeaderMap,
+    mut request: async_graphql::Request,
+) -> async_graphql::Response {
+    let counters = &host.counters;
+    let (lookup, entry) = host.documents.prepare(&mut request);
+    match lookup {
+        Lookup::Hit => counters.document_hits.fetch_add(1, Ordering::Relaxed),
+        Lookup::Miss => counters.document_misses.fetch_add(1, Ordering::Relaxed),
         Lookup::Skipped => 0,
     };
-    if let Some(bearer) = Bearer::from_headers(&parts.headers) {
+    let memo = match (&host.executors.fast, entry) {
+        (Some(_), Some(entry)) => validated::shape(&request.variables).map(|shape| (entry, shape)),
+        _ => None,
+    };
+    let operation = request.operation_name.clone();
+    let known = memo
+        .as_ref()
+        .is_some_and(|(entry, shape)| entry.validated.knows(&operation, shape));
+    if let Some(bearer) = Bearer::from_headers(headers) {
         request = request.data(bearer);
     }
-    let response = host.executor.execute(request).await;
-    if response.is_err() {
-        host.counters.errors.fetch_add(1, Ordering::Relaxed);
+    match (&host.executors.fast, known) {
+        (Some(fast), true) => {
+            counters.validations_skipped.fetch_add(1, Ordering::Relaxed);
+            fast.execute(request).await
+        }
+        _ => {
+            let response = host.executors.strict.execute(request).await;
+            if let (Some((entry, shape)), true) = (memo, response.errors.is_empty()) {
+                entry.validated.remember(operation, shape);
+            }
+            response
+        }
     }
-    if !host.delay.is_zero() {
-        tokio::time::sleep(host.delay).await;
+}
+
+/// Hold an answer `delay`, counting the time held.
+async fn hold(counters: &Counters, delay: Duration) {
+    if !delay.is_zero() {
+        counters
+            .delay_micros
+            .fetch_add(delay.as_micros() as u64, Ordering::Relaxed);
+        tokio::time::sleep(delay).await;
     }
-    GraphQLResponse::from(response).into_response()
+}
+
+/// A response that is one GraphQL error with `extensions.code`, and no data.
+fn injected(message: &str, code: &str) -> async_graphql::Response {
+    let mut error = async_graphql::ServerError::new(message, None);
+    let mut extensions = async_graphql::ErrorExtensionValues::default();
+    extensions.set("code", code);
+    error.extensions = Some(extensions);
+    async_graphql::Response::from_errors(vec![error])
 }
 
 async fn metrics<E: Executor>(State(host): State<Arc<Host<E>>>) -> impl IntoResponse {

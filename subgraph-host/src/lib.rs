@@ -3,13 +3,16 @@
 //! A subgraph crate owns its schema and data; this crate owns everything around it that
 //! the lab needs to be identical on both sides, one role per module:
 //!
-//! - [`cli`]: the command line (`--listen`, `--delay-ms`, `--drain-timeout`) and its
-//!   value parsers;
-//! - [`graphql`]: the `/graphql`, `/health` and `/metrics` routes, the simulated backend
-//!   delay, and the `authorization` header handed to resolvers as a [`Bearer`];
+//! - [`cli`]: the command line (`--listen`, delays, faults, the document cache,
+//!   `--drain-timeout`) and its value parsers;
+//! - [`graphql`]: the `/graphql`, `/health` and `/metrics` routes, and the
+//!   `authorization` header handed to resolvers as a [`Bearer`];
 //! - [`decode`]: the GraphQL request out of the HTTP body (a fast path for one JSON
 //!   object, async-graphql's own reader for everything else);
+//! - [`faults`]: the injected fate of each request (outages, hangs, errors, delays),
+//!   deterministic with a seed;
 //! - [`documents`]: the parsed-document cache in front of the executor;
+//! - [`validated`]: when a request may skip validation its document has passed before;
 //! - [`metrics`]: the counters on `/metrics`;
 //! - [`server`]: HTTP/1.1 connections, and the graceful drain on SIGTERM/SIGINT that lets
 //!   the matrix runner stop a service by PID without cutting requests;
@@ -19,19 +22,19 @@
 pub mod cli;
 pub mod decode;
 pub mod documents;
+pub mod faults;
 pub mod graphql;
 pub mod ids;
 pub mod metrics;
 pub mod random;
 pub mod server;
-
-use std::net::SocketAddr;
-use std::time::Duration;
+pub mod validated;
 
 use async_graphql::Executor;
+use std::net::SocketAddr;
 
 pub use cli::HostArgs;
-pub use graphql::{router, router_with, Bearer, Options};
+pub use graphql::{router, router_with, Bearer, Executors, Options};
 pub use server::{serve, shutdown_signal, Drained};
 
 /// The whole `main` of subgraph binary `binary`: parse the host's flags and the
@@ -43,7 +46,7 @@ pub fn main<A: clap::Args + clap::FromArgMatches, E: Executor>(
     binary: &'static str,
     service: &'static str,
     default_listen: SocketAddr,
-    executor: impl FnOnce(A) -> E,
+    executors: impl FnOnce(A) -> Executors<E>,
 ) {
     use clap::{Args, Command, FromArgMatches};
     let command = A::augment_args(HostArgs::augment_args(Command::new(binary).about(format!(
@@ -57,6 +60,13 @@ pub fn main<A: clap::Args + clap::FromArgMatches, E: Executor>(
         (Ok(a), Ok(d)) => (a, d),
         (Err(e), _) | (_, Err(e)) => e.exit(),
     };
+    let faults = match args.fault_plan() {
+        Ok(plan) => plan,
+        Err(message) => {
+            eprintln!("error: {message}");
+            std::process::exit(2);
+        }
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
@@ -65,7 +75,7 @@ pub fn main<A: clap::Args + clap::FromArgMatches, E: Executor>(
         }
     };
     let started = std::time::Instant::now();
-    let executor = executor(data);
+    let executors = executors(data);
     eprintln!(
         "{service}: data set ready in {:.3} s, RSS {} (peak {})",
         started.elapsed().as_secs_f64(),
@@ -73,10 +83,10 @@ pub fn main<A: clap::Args + clap::FromArgMatches, E: Executor>(
         memory("VmHWM:")
     );
     let options = Options {
-        delay: Duration::from_millis(args.delay_ms),
+        faults,
         document_cache_bytes: args.document_cache_bytes,
     };
-    let router = router_with(service, executor, options);
+    let router = router_with(service, executors, options);
     let addr = args.listen.unwrap_or(default_listen);
     if let Err(e) = runtime.block_on(server::run(service, addr, router, args.drain_timeout)) {
         eprintln!("{binary}: {e:#}");

@@ -17,9 +17,38 @@ pub struct Counters {
     pub document_hits: AtomicU64,
     /// Requests whose text was parsed (the cache is on and did not have it).
     pub document_misses: AtomicU64,
+    /// Requests run without validating again: their document, operation and shape of
+    /// variables had passed strict validation before.
+    pub validations_skipped: AtomicU64,
+    /// Requests answered 503 inside an `--outage` window.
+    pub outages: AtomicU64,
+    /// Requests never answered (`--hang-rate`).
+    pub hangs: AtomicU64,
+    /// Requests answered with an injected GraphQL error (`--error-rate`).
+    pub injected_errors: AtomicU64,
+    /// Microseconds of delay held, summed over answers.
+    pub delay_micros: AtomicU64,
+    /// Requests decoded and not yet answered (hung ones included).
+    pub in_progress: AtomicU64,
+}
+
+/// Counts one request in progress until dropped (answered, or cancelled with its
+/// connection).
+pub struct InProgress<'a>(&'a AtomicU64);
+
+impl Drop for InProgress<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Counters {
+    /// Count a request in progress for as long as the guard lives.
+    pub fn in_progress(&self) -> InProgress<'_> {
+        self.in_progress.fetch_add(1, Ordering::Relaxed);
+        InProgress(&self.in_progress)
+    }
+
     /// The Prometheus text of every counter and of the document cache's size
     /// (`(entries, estimated bytes)`), labelled with `service`.
     pub fn render(&self, service: &str, documents: (u64, u64)) -> String {
@@ -53,6 +82,17 @@ impl Counters {
             "Requests whose text was parsed and offered to the document cache.",
             &self.document_misses,
         );
+        counter(
+            "subgraph_validations_skipped_total",
+            "Requests whose document, operation and shape of variables had passed strict validation before, run without validating again.",
+            &self.validations_skipped,
+        );
+        sample(
+            "gauge",
+            "subgraph_requests_in_progress",
+            "Requests decoded and not yet answered (hung ones included).",
+            self.in_progress.load(Ordering::Relaxed),
+        );
         sample(
             "gauge",
             "subgraph_document_cache_entries",
@@ -64,6 +104,29 @@ impl Counters {
             "subgraph_document_cache_bytes",
             "Estimated bytes the document cache holds (--document-cache-bytes bounds it).",
             documents.1,
+        );
+        let _ = write!(
+            out,
+            "# HELP subgraph_injected_faults_total Requests given an injected fault (--outage, --hang-rate, --error-rate).\n\
+             # TYPE subgraph_injected_faults_total counter\n"
+        );
+        for (fault, value) in [
+            ("outage", &self.outages),
+            ("hang", &self.hangs),
+            ("error", &self.injected_errors),
+        ] {
+            let _ = writeln!(
+                out,
+                "subgraph_injected_faults_total{{service=\"{service}\",fault=\"{fault}\"}} {}",
+                value.load(Ordering::Relaxed)
+            );
+        }
+        let _ = write!(
+            out,
+            "# HELP subgraph_injected_delay_seconds_total Delay held before answers (--delay-ms and its jitter or distribution).\n\
+             # TYPE subgraph_injected_delay_seconds_total counter\n\
+             subgraph_injected_delay_seconds_total{{service=\"{service}\"}} {}\n",
+            self.delay_micros.load(Ordering::Relaxed) as f64 / 1e6
         );
         out
     }

@@ -9,8 +9,10 @@ pub mod users;
 
 use std::sync::{Arc, RwLock};
 
-use async_graphql::{Context, EmptySubscription, Object, Result, Schema, SimpleObject, ID};
-use subgraph_host::Bearer;
+use async_graphql::{
+    Context, EmptySubscription, Object, Result, Schema, SimpleObject, ValidationMode, ID,
+};
+use subgraph_host::{Bearer, Executors};
 
 pub use users::{DataArgs, Users};
 
@@ -93,8 +95,20 @@ pub fn schema() -> UserSchema {
 
 /// A fresh schema over `users`.
 pub fn schema_with(users: Users) -> UserSchema {
+    build(Store::new(RwLock::new(users)), ValidationMode::Strict)
+}
+
+/// The host's two executors over `users`: the schema, and the same schema over the
+/// same data without repeated validation (see `subgraph_host::validated`).
+pub fn executors(users: Users) -> Executors<UserSchema> {
+    let store = Store::new(RwLock::new(users));
+    Executors::strict_and_fast(|mode| build(store.clone(), mode))
+}
+
+fn build(store: Store, mode: ValidationMode) -> UserSchema {
     Schema::build(Query, Mutation, EmptySubscription)
         .enable_federation()
-        .data(Store::new(RwLock::new(users)))
+        .validation_mode(mode)
+        .data(store)
         .finish()
 }

@@ -102,6 +102,17 @@ pub async fn data(http: &reqwest::Client, url: &str, query: &str, variables: Val
 
 /// The value of the sample of `name` (with any labels) in `/metrics` at `addr`.
 pub async fn metric(http: &reqwest::Client, addr: SocketAddr, name: &str) -> f64 {
+    labelled_metric(http, addr, name, "").await
+}
+
+/// The value of the first sample of `name` whose labels contain `label` (e.g.
+/// `fault="hang"`) in `/metrics` at `addr`.
+pub async fn labelled_metric(
+    http: &reqwest::Client,
+    addr: SocketAddr,
+    name: &str,
+    label: &str,
+) -> f64 {
     let text = http
         .get(format!("http://{addr}/metrics"))
         .send()
@@ -112,7 +123,7 @@ pub async fn metric(http: &reqwest::Client, addr: SocketAddr, name: &str) -> f64
         .unwrap();
     text.lines()
         .filter(|l| !l.starts_with('#'))
-        .find(|l| l.split(['{', ' ']).next() == Some(name))
+        .find(|l| l.split(['{', ' ']).next() == Some(name) && l.contains(label))
         .and_then(|l| l.rsplit(' ').next()?.parse().ok())
         .unwrap_or_else(|| panic!("{name} missing from:\n{text}"))
 }
@@ -137,16 +148,21 @@ pub struct Process {
     rest: std::sync::mpsc::Receiver<String>,
 }
 
+/// Start subgraph binary `name` on a free port with `args`, its standard error piped.
+fn spawn(name: &str, args: &[&str]) -> Child {
+    Command::new(binary(name))
+        .args(["--listen", "127.0.0.1:0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 impl Process {
     pub fn start(name: &str, args: &[&str]) -> Process {
-        let mut child = Command::new(binary(name))
-            .args(["--listen", "127.0.0.1:0"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn(name, args);
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let addr = loop {
             let line = match lines.next() {
@@ -188,7 +204,11 @@ impl Process {
         let deadline = Instant::now() + limit;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
-                let printed: Vec<String> = self.rest.try_iter().collect();
+                // Its standard error is closed now: read to the end.
+                let mut printed = Vec::new();
+                while let Ok(line) = self.rest.recv_timeout(Duration::from_secs(2)) {
+                    printed.push(line);
+                }
                 return (status, printed.join("\n"));
             }
             if Instant::now() > deadline {
@@ -211,14 +231,7 @@ impl Drop for Process {
 /// Run a subgraph binary that is expected to refuse its arguments: its exit code and
 /// standard error. Panics if it is still running after 10 s (it accepted them).
 pub fn refused(name: &str, args: &[&str]) -> (Option<i32>, String) {
-    let mut child = Command::new(binary(name))
-        .args(["--listen", "127.0.0.1:0"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn(name, args);
     let mut stderr = child.stderr.take().unwrap();
     let reader = std::thread::spawn(move || {
         let mut text = String::new();
