@@ -36,13 +36,14 @@
 //!   error, and the next call fetches again.
 //! - The invalidation race: a fetch that started before an invalidation
 //!   may carry pre-invalidation data. Every invalidation (and `delete`,
-//!   `clear`) starts a new epoch in the dedupe table and leaves a mark on
-//!   each flight of an earlier epoch; new callers never join such a flight.
-//!   A leader checks the marks against its value's references just before
-//!   storing, under the read side of an async `RwLock` (the *gate*) whose
-//!   write side the invalidation holds while it marks flights and clears the
-//!   storage. So a store either lands before the invalidation clears the
-//!   storage (and is cleared) or sees the mark (and is skipped).
+//!   `clear`) starts a new epoch in the dedupe table and is logged there;
+//!   new callers never join a flight of an earlier epoch. A leader checks
+//!   the invalidations logged since its flight's epoch against its value's
+//!   references just before storing, under the read side of an async
+//!   `RwLock` (the *gate*) whose write side the invalidation holds while it
+//!   logs itself and clears the storage. So a store either lands before the
+//!   invalidation clears the storage (and is cleared) or sees it in the log
+//!   (and is skipped).
 //! - Per-namespace policies: one cache, one storage and one dedupe table
 //!   serve every namespace; each [`Namespace`] handle carries its own
 //!   [`Policy`]. Prefer one cache with several namespaces to several caches
@@ -654,7 +655,10 @@ impl<V: Clone + Send + Sync + 'static> Inner<V> {
         }
         let references: Arc<[Reference]> = Arc::from(fetched.references.as_slice());
         let _gate = self.gate.read().await;
-        if flight.forbids_store(context.key, &references) {
+        if self
+            .inflight
+            .forbids_store(flight, context.key, &references)
+        {
             tracing::debug!(key = %context.key, "not storing a value fetched before an invalidation");
             return false;
         }

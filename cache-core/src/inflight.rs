@@ -19,15 +19,21 @@
 //! - Each flight records the invalidation epoch it started in. A caller
 //!   only joins a flight of the current epoch: a fetch that started before
 //!   an invalidation may return pre-invalidation data, so later callers
-//!   start their own. Invalidations also leave a mark on every flight in the
-//!   table, which the leader checks before storing (the race check).
+//!   start their own (and replace the old flight in the table).
+//! - The table keeps a log of the latest invalidations, each with the epoch
+//!   it started. Before storing, a leader checks every invalidation logged
+//!   after its own epoch against its value's references (the race check).
+//!   The log, not the table, is what holds them: a flight replaced in the
+//!   table by a newer one for the same key still runs, and must still hear
+//!   of the invalidations that come after it started. A flight older than the
+//!   log's memory may not store at all.
 //! - Each shard counts the stored flights it has retired. A caller reads
 //!   that count before its storage lookup; if it changed by the time the
 //!   caller would lead a new flight, a flight for some key of the shard
 //!   stored its value in between, and the caller looks again instead of
 //!   fetching a value that may already be there.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -59,8 +65,6 @@ pub(crate) struct Flight<V> {
     waiters: AtomicUsize,
     /// The invalidation epoch when the flight started.
     epoch: u64,
-    /// Invalidations that ran while the flight was in the table.
-    marks: Mutex<Vec<Arc<Invalidation>>>,
 }
 
 impl<V: Clone> Flight<V> {
@@ -70,7 +74,6 @@ impl<V: Clone> Flight<V> {
             notify: Notify::new(),
             waiters: AtomicUsize::new(0),
             epoch,
-            marks: Mutex::new(Vec::new()),
         }
     }
 
@@ -100,15 +103,6 @@ impl<V: Clone> Flight<V> {
     fn has_waiters(&self) -> bool {
         self.waiters.load(Ordering::Relaxed) > 0
     }
-
-    /// Whether an invalidation that ran during this flight forbids storing
-    /// a value for `key` carrying `references`.
-    pub(crate) fn forbids_store(&self, key: CacheKey, references: &[Reference]) -> bool {
-        self.marks
-            .lock()
-            .iter()
-            .any(|mark| mark.forbids(key, references))
-    }
 }
 
 struct Shard<V> {
@@ -127,12 +121,25 @@ pub(crate) enum Claim<V> {
     LookAgain,
 }
 
+/// How many invalidations the log remembers. A flight that started before the
+/// oldest of them may not store (it may have missed one).
+const LOG_LEN: usize = 4096;
+
+/// The latest invalidations, each with the epoch it started.
+#[derive(Default)]
+struct InvalidationLog {
+    entries: VecDeque<(u64, Arc<Invalidation>)>,
+    /// The newest epoch dropped from `entries` (0: none).
+    forgotten_through: u64,
+}
+
 /// The dedupe table.
 pub(crate) struct InFlight<V> {
     shards: Box<[Shard<V>]>,
     /// Bumped by every invalidation; read under a shard lock when a flight
     /// starts or is joined.
     epoch: AtomicU64,
+    log: Mutex<InvalidationLog>,
 }
 
 impl<V: Clone> InFlight<V> {
@@ -146,6 +153,7 @@ impl<V: Clone> InFlight<V> {
         Self {
             shards,
             epoch: AtomicU64::new(0),
+            log: Mutex::new(InvalidationLog::default()),
         }
     }
 
@@ -213,19 +221,36 @@ impl<V: Clone> InFlight<V> {
         }
     }
 
-    /// Starts a new epoch and leaves `invalidation` on every flight of an
-    /// earlier one. A flight started before the bump is still in the table
-    /// when its shard is marked (it was inserted under the shard lock with
-    /// the old epoch), unless it already finished.
+    /// Starts a new epoch, logged with `invalidation`: flights that started
+    /// before it are no longer joined, and may not store what it forbids.
     pub(crate) fn invalidate(&self, invalidation: Invalidation) {
+        let mut log = self.log.lock();
         let epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
-        let invalidation = Arc::new(invalidation);
-        for shard in self.shards.iter() {
-            let flights = shard.flights.lock();
-            for flight in flights.values().filter(|f| f.epoch < epoch) {
-                flight.marks.lock().push(Arc::clone(&invalidation));
+        log.entries.push_back((epoch, Arc::new(invalidation)));
+        if log.entries.len() > LOG_LEN {
+            if let Some((dropped, _)) = log.entries.pop_front() {
+                log.forgotten_through = dropped;
             }
         }
+    }
+
+    /// Whether an invalidation that started after `flight` forbids it to store
+    /// a value for `key` carrying `references`.
+    pub(crate) fn forbids_store(
+        &self,
+        flight: &Flight<V>,
+        key: CacheKey,
+        references: &[Reference],
+    ) -> bool {
+        let log = self.log.lock();
+        if flight.epoch < log.forgotten_through {
+            return true;
+        }
+        log.entries
+            .iter()
+            .rev()
+            .take_while(|(epoch, _)| *epoch > flight.epoch)
+            .any(|(_, invalidation)| invalidation.forbids(key, references))
     }
 }
 

@@ -207,12 +207,10 @@ fn stale_reads_are_found_when_mutations_do_not_invalidate() {
 
 #[test]
 fn no_stale_reads_on_one_gateway_with_invalidation() {
-    // Invalidation on is the gateway's default. One connection: every read is sent after
-    // the previous answer, so no read can meet a fetch that began before a write. With
-    // many connections the gateway on this commit does serve a few stale reads (a read
-    // after a mutation's answer joins or stores a fetch that began before the write):
-    // that race is measured by experiments/ttl-tradeoff.toml, not hidden here.
-    let w = freshness_at_ttl_60("inval-on", "1", &[]);
+    // Invalidation on is the gateway's default. Eight connections, so reads race the
+    // writes: a read sent after a write's answer must never see an older version (it
+    // must not join, nor be served what was stored by, a fetch that began before it).
+    let w = freshness_at_ttl_60("inval-on", "8", &[]);
     assert_eq!(w.stale_reads, 0, "{w:?}");
 }
 

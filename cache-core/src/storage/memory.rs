@@ -55,10 +55,14 @@ struct Shared {
     observers: RwLock<Vec<EvictionObserver>>,
 }
 
+/// Stores of one key take the same stripe (see `set`).
+const STORE_STRIPES: usize = 64;
+
 struct MemoryInner<V> {
     entries: MokaCache<CacheKey, Arc<MemEntry<V>>, PrehashedKeys>,
     shared: Arc<Shared>,
     next_id: AtomicU64,
+    stores: [parking_lot::Mutex<()>; STORE_STRIPES],
 }
 
 /// The in-memory back end. Cheap to clone: clones share the entries.
@@ -138,6 +142,7 @@ impl<V: Clone + Send + Sync + 'static> MemoryStorageBuilder<V> {
                 entries,
                 shared,
                 next_id: AtomicU64::new(1),
+                stores: std::array::from_fn(|_| parking_lot::Mutex::new(())),
             }),
         }
     }
@@ -274,6 +279,13 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for MemoryStorage<V> {
         // moka expires the entry at `stale_until`; `ttl` says the same thing.
         let _ = ttl;
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        // Two stores of one key (fetches of different invalidation epochs can
+        // overlap) must index and insert in the same order: otherwise the entry
+        // that lands last could be the one whose references the other's
+        // replacement just unindexed, and no invalidation would find it. The
+        // eviction listener takes only the index lock, so holding a stripe
+        // across moka's insert cannot deadlock.
+        let _stripe = self.inner.stores[(key.as_u128() as usize) % STORE_STRIPES].lock();
         self.inner.shared.index.insert(key, id, &entry.references);
         self.inner.entries.insert(
             key,

@@ -245,3 +245,100 @@ async fn invalidate_delete_drops_one_key() {
     assert_eq!(cache.peek(a).await, None);
     assert_eq!(cache.peek(b).await, Some("b"));
 }
+
+/// A fetch whose flight another caller replaced in the dedupe table (after an
+/// unrelated invalidation started a new epoch) must still hear of later
+/// invalidations: its value was read before them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_superseded_fetch_may_not_store_what_a_later_invalidation_dropped() {
+    use crate::support::callers_registered;
+    let cache: Cache<&'static str> = Cache::builder().ttl(Duration::from_secs(60)).build();
+    let ns = cache.namespace("Query.getPost");
+    let key = CacheKey::builder("Query.getPost").args("p1").finish();
+    let (old, new) = (Valve::closed(), Valve::closed());
+    let first = {
+        let (cache, ns, old) = (cache.clone(), ns.clone(), old.clone());
+        tokio::spawn(async move {
+            cache
+                .get_or_fetch(key, &ns, move || async move {
+                    old.wait().await; // read before the write to p1
+                    Ok::<_, std::convert::Infallible>(Fetched::new("old").references(["Post:p1"]))
+                })
+                .await
+        })
+    };
+    callers_registered(&cache, "Query.getPost", 1).await;
+    // A write to another post: a new epoch, so the next caller does not join `first`.
+    cache.invalidate(["Post:p2"]).await.unwrap();
+    let second = {
+        let (cache, ns, new) = (cache.clone(), ns.clone(), new.clone());
+        tokio::spawn(async move {
+            cache
+                .get_or_fetch(key, &ns, move || async move {
+                    new.wait().await;
+                    Ok::<_, std::convert::Infallible>(Fetched::new("new").references(["Post:p1"]))
+                })
+                .await
+        })
+    };
+    callers_registered(&cache, "Query.getPost", 2).await;
+    // The write to p1, acknowledged: nothing fetched before it may be kept.
+    cache.invalidate(["Post:p1"]).await.unwrap();
+    new.open();
+    within("second", second).await.unwrap().unwrap();
+    old.open();
+    within("first", first).await.unwrap().unwrap();
+    assert_eq!(
+        cache.peek(key).await,
+        None,
+        "a value read before the write was kept"
+    );
+}
+
+/// Concurrent stores of one key must leave the entry that stays findable by its
+/// references, whichever store lands last.
+#[test]
+fn racing_stores_of_one_key_keep_the_entry_indexed() {
+    use cache_core::storage::Entry;
+    use std::sync::{Arc, Barrier};
+    use std::time::Instant;
+    let storage: MemoryStorage<u32> = MemoryStorage::new();
+    let key = CacheKey::builder("Query.getPost").args("p1").finish();
+    let entry = |value: u32| Entry {
+        value,
+        fresh_until: Instant::now() + Duration::from_secs(60),
+        stale_until: Instant::now() + Duration::from_secs(60),
+        references: Arc::from(vec![cache_core::Reference::from("Post:p1")]),
+        namespace: Arc::from("Query.getPost"),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    for round in 0..2000 {
+        let barrier = Arc::new(Barrier::new(2));
+        let writers: Vec<_> = (0..2)
+            .map(|w| {
+                let (storage, barrier, entry) = (storage.clone(), barrier.clone(), entry(w));
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let tokio = tokio::runtime::Builder::new_current_thread()
+                        .build()
+                        .unwrap();
+                    tokio
+                        .block_on(storage.set(key, entry, Duration::from_secs(60)))
+                        .unwrap();
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        storage.run_pending_tasks();
+        rt.block_on(storage.invalidate(&[cache_core::ReferencePattern::parse("Post:p1")]))
+            .unwrap();
+        assert!(
+            rt.block_on(storage.get(key)).unwrap().is_none(),
+            "round {round}: an entry survived the invalidation of its reference"
+        );
+    }
+}
