@@ -13,6 +13,8 @@
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
+
 use async_graphql::dynamic::{self, Field, FieldFuture, InputValue, Object, TypeRef};
 use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextValidation};
 use async_graphql::{ServerError, ValidationMode, ValidationResult, Variables};
@@ -54,37 +56,43 @@ impl Validator {
     }
 
     /// Validate `doc` (the parse of `text`) for `operation_name` with `variables`;
-    /// async-graphql's errors when it fails.
-    pub async fn validate(
-        &self,
-        text: &str,
-        doc: &ExecutableDocument,
-        operation_name: Option<&str>,
-        variables: &Variables,
-    ) -> Result<(), Vec<ServerError>> {
-        let mut request = async_graphql::Request::new(text).variables(variables.clone());
-        request.set_parsed_query(doc.clone());
-        if let Some(name) = operation_name {
-            request = request.operation_name(name);
-        }
-        let response = self.checking.execute(request).await;
-        let passed = response.errors.len() == 1 && response.errors[0].message == VALIDATED;
-        if passed {
-            Ok(())
-        } else {
-            Err(response.errors)
-        }
+    /// async-graphql's errors when it fails. The future is boxed: async-graphql's
+    /// is many kilobytes, and callers that hold it inline would carry (and move)
+    /// that size on every request, even those that never validate.
+    pub fn validate<'a>(
+        &'a self,
+        text: &'a str,
+        doc: &'a ExecutableDocument,
+        operation_name: Option<&'a str>,
+        variables: &'a Variables,
+    ) -> BoxFuture<'a, Result<(), Vec<ServerError>>> {
+        Box::pin(async move {
+            let mut request = async_graphql::Request::new(text).variables(variables.clone());
+            request.set_parsed_query(doc.clone());
+            if let Some(name) = operation_name {
+                request = request.operation_name(name);
+            }
+            let response = self.checking.execute(request).await;
+            let passed = response.errors.len() == 1 && response.errors[0].message == VALIDATED;
+            if passed {
+                Ok(())
+            } else {
+                Err(response.errors)
+            }
+        })
     }
 
-    /// async-graphql's answer to an introspection-only document.
-    pub async fn introspect(
-        &self,
-        doc: &ExecutableDocument,
-        variables: &Variables,
-    ) -> async_graphql::Response {
-        let mut request = async_graphql::Request::new("").variables(variables.clone());
-        request.set_parsed_query(doc.clone());
-        self.introspection.execute(request).await
+    /// async-graphql's answer to an introspection-only document (boxed, as above).
+    pub fn introspect<'a>(
+        &'a self,
+        doc: &'a ExecutableDocument,
+        variables: &'a Variables,
+    ) -> BoxFuture<'a, async_graphql::Response> {
+        Box::pin(async move {
+            let mut request = async_graphql::Request::new("").variables(variables.clone());
+            request.set_parsed_query(doc.clone());
+            self.introspection.execute(request).await
+        })
     }
 }
 
