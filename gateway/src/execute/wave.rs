@@ -18,6 +18,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures::future::BoxFuture;
 
 use super::RequestInput;
 use crate::piece::Piece;
@@ -69,7 +70,18 @@ impl Wave {
     }
 
     /// Send the items at `asked` as one request; one answer per asked item, in order.
-    pub async fn fetch(self: Arc<Self>, asked: Vec<usize>) -> Vec<Result<Piece, FetchError>> {
+    ///
+    /// The future is boxed: it holds the upstream exchange (kilobytes of state), and
+    /// only a leader's fetch ever creates it, so a hit or a deduplicated follower
+    /// neither carries nor copies that state through its own futures.
+    pub fn fetch(
+        self: Arc<Self>,
+        asked: Vec<usize>,
+    ) -> BoxFuture<'static, Vec<Result<Piece, FetchError>>> {
+        Box::pin(self.send(asked))
+    }
+
+    async fn send(self: Arc<Self>, asked: Vec<usize>) -> Vec<Result<Piece, FetchError>> {
         let roots = matches!(self.items.first(), Some(Item::Root(_)));
         let (body, groups) = if roots {
             (self.roots_body(&asked), Vec::new())
