@@ -111,6 +111,12 @@ pub struct Measurement {
     /// How the gateway's profile was taken and how much of its CPU it holds.
     #[serde(default)]
     pub profile: Option<ProfileFigures>,
+    /// Answers with GraphQL errors, per place of an error (the bench's `error_paths`).
+    #[serde(default)]
+    pub error_paths: std::collections::BTreeMap<String, u64>,
+    /// 2xx answers without errors, per second.
+    #[serde(default)]
+    pub goodput_per_sec: Option<f64>,
 }
 
 fn one() -> u32 {
@@ -319,6 +325,8 @@ pub(crate) mod fixtures {
             p99_9_ms: p99 * 1.1,
             max_ms: p99 * 1.2,
             errors: ErrorCounts::default(),
+            error_paths: Default::default(),
+            goodput_per_sec: Some(rps),
             gateway_requests: Some(rps * 10.0),
             upstream_requests: Some(rps * 40.0),
             upstream_per_request: Some(4.0),
