@@ -498,6 +498,17 @@ fn round_output(
         errors: report.errors,
         error_paths: report.error_paths.clone(),
         goodput_per_sec: Some(report.goodput_per_sec),
+        ok_p50_ms: Some(report.ok_latency_ms.p50),
+        ok_p99_ms: Some(report.ok_latency_ms.p99),
+        open_loop: report
+            .open_loop
+            .as_ref()
+            .map(|o| crate::matrix::summary::OpenLoopFigures {
+                target_rate: o.target_rate,
+                sent_rate: o.sent_rate,
+                missed: o.missed,
+                rate_held: o.rate_held,
+            }),
         gateway_requests,
         upstream_requests,
         upstream_per_request: per_request(upstream_requests),

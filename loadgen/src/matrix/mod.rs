@@ -89,6 +89,9 @@ fn write_renderings(out: &Path, summary: &Summary, machine: &str) -> anyhow::Res
     if let Some(svg) = render::tradeoff::render(summary) {
         std::fs::write(out.join("tradeoff.svg"), svg)?;
     }
+    if let Some(svg) = render::overload::render(summary) {
+        std::fs::write(out.join("overload.svg"), svg)?;
+    }
     Ok(markdown)
 }
 

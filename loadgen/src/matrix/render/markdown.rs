@@ -215,6 +215,9 @@ impl Summary {
             self.cpu_table(&mut out);
         }
         self.error_places_table(&mut out);
+        if let Some(table) = super::overload::table(self) {
+            out.push_str(&table);
+        }
         if show_freshness {
             let _ = writeln!(
                 out,
