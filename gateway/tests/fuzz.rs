@@ -208,11 +208,20 @@ async fn check(lab: &Lab, body: Vec<u8>) -> Result<(), String> {
     }
 }
 
+/// The seed query still gets the seed answer. One part of it may have changed by
+/// right: a mutated document or arbitrary variables can rename user `u1` (found in the
+/// second campaign, seed 1796083388: `updateUser(id: "u1", name: "line\nbreak")`), so
+/// `me.name` may differ from `"John"` as long as its alias `nickname` agrees with it.
 async fn seed_answer_holds(lab: &Lab) -> Result<(), String> {
-    let got = tokio::time::timeout(ANSWER_BOUND, lab.query(SEED_QUERY))
+    let mut got = tokio::time::timeout(ANSWER_BOUND, lab.query(SEED_QUERY))
         .await
         .map_err(|_| "the seed query got no answer in time".to_string())?;
     let expected: Value = serde_json::from_str(SEED_ANSWER).expect("JSON");
+    let me = &mut got["data"]["me"];
+    if me["name"].is_string() && me["name"] == me["nickname"] {
+        me["name"] = json!("John");
+        me["nickname"] = json!("John");
+    }
     if got == expected {
         Ok(())
     } else {
@@ -274,7 +283,7 @@ async fn generated_input_never_breaks_the_gateway() {
         }
         counts[k] += 1;
         n += 1;
-        if n % CHECK_EVERY == 0 {
+        if n.is_multiple_of(CHECK_EVERY) {
             if let Err(why) = seed_answer_holds(&lab).await {
                 failures.push(format!("seed {seed}, after case {n}: {why}"));
             }
