@@ -83,6 +83,16 @@ fn stop_by_pid(child: &mut Child) {
     }
 }
 
+/// What an exited child wrote to its (piped) standard error.
+fn stderr_of(child: &mut Child) -> String {
+    use std::io::Read;
+    let mut text = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        pipe.read_to_string(&mut text).ok();
+    }
+    text
+}
+
 /// Start a long run with a redis-server and two gateways, wait until all five of its
 /// processes run, send `signal`, and check what is left.
 fn stopped_by(signal: libc::c_int, signal_name: &str) {
@@ -147,14 +157,7 @@ gateway = ["--ttl", "10", "--storage", "layered", "--redis", "{{redis}}"]
         }
         if Instant::now() > until || loadgen.try_wait().unwrap().is_some() {
             stop_by_pid(&mut loadgen);
-            let mut stderr = String::new();
-            use std::io::Read;
-            loadgen
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut stderr)
-                .ok();
+            let stderr = stderr_of(&mut loadgen);
             panic!("the run did not start its five processes (saw {children:?}):\n{stderr}");
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -176,14 +179,7 @@ gateway = ["--ttl", "10", "--storage", "layered", "--redis", "{{redis}}"]
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let mut stderr = String::new();
-    use std::io::Read;
-    loadgen
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .ok();
+    let stderr = stderr_of(&mut loadgen);
 
     let survivors: Vec<_> = children
         .iter()

@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use super::chart::{escape, format_value, nice_ceiling, tick_label, BAR_COLOURS};
+use super::chart::{escape, format_value, nice_ceiling, Frame, BAR_COLOURS};
 use crate::matrix::summary::{ConfigSummary, Summary};
 
 const PANEL_WIDTH: f64 = 520.0;
@@ -175,45 +175,24 @@ fn panel(
     value: impl Fn(&Point) -> Option<f64>,
     diagonal: bool,
 ) {
-    let plot_w = PANEL_WIDTH - LEFT - RIGHT;
-    let plot_h = HEIGHT - TOP - BOTTOM;
-    let left = x0 + LEFT;
-    let x = |v: f64| left + v / x_max * plot_w;
-    let y = |v: f64| TOP + plot_h - v.min(y_max) / y_max * plot_h;
-    let _ = writeln!(
+    let frame = Frame {
+        left: x0 + LEFT,
+        top: TOP,
+        width: PANEL_WIDTH - LEFT - RIGHT,
+        height: HEIGHT - TOP - BOTTOM,
+        x_max,
+        y_max,
+    };
+    frame.draw(
         out,
-        r#"<text x="{:.1}" y="28" font-size="14" font-weight="bold" text-anchor="middle">{}</text>"#,
-        left + plot_w / 2.0,
-        escape(title)
+        title,
+        "offered load (requests per second)",
+        y_title,
+        "",
+        GRID_LINES,
+        x0 + 18.0,
     );
-    for i in 0..=GRID_LINES {
-        let f = i as f64 / GRID_LINES as f64;
-        let (vx, vy) = (x_max * f, y_max * f);
-        let _ = writeln!(
-            out,
-            r##"<line x1="{left:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
-            left + plot_w,
-            y(vy),
-            y(vy),
-            left - 6.0,
-            y(vy) + 4.0,
-            tick_label(vy)
-        );
-        let _ = writeln!(
-            out,
-            r##"<line x1="{:.1}" x2="{:.1}" y1="{TOP:.1}" y2="{:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"##,
-            x(vx),
-            x(vx),
-            TOP + plot_h,
-            x(vx),
-            TOP + plot_h + 16.0,
-            tick_label(vx)
-        );
-    }
-    let _ = writeln!(
-        out,
-        r##"<rect x="{left:.1}" y="{TOP:.1}" width="{plot_w:.1}" height="{plot_h:.1}" fill="none" stroke="#444"/>"##
-    );
+    let (x, y) = (|v| frame.x(v), |v| frame.y(v));
     if diagonal {
         let end = x_max.min(y_max);
         let _ = writeln!(
@@ -225,19 +204,6 @@ fn panel(
             y(end)
         );
     }
-    let _ = writeln!(
-        out,
-        r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">offered load (requests per second)</text>"#,
-        left + plot_w / 2.0,
-        TOP + plot_h + 34.0
-    );
-    let ty = TOP + plot_h / 2.0;
-    let tx = x0 + 18.0;
-    let _ = writeln!(
-        out,
-        r#"<text x="{tx:.1}" y="{ty:.1}" font-size="12" text-anchor="middle" transform="rotate(-90 {tx:.1} {ty:.1})">{}</text>"#,
-        escape(y_title)
-    );
     for (i, (_, points)) in curves.iter().enumerate() {
         let colour = BAR_COLOURS[i % BAR_COLOURS.len()];
         let coords: Vec<(f64, f64, &Point)> = points
@@ -304,4 +270,82 @@ pub fn table(summary: &Summary) -> Option<String> {
         }
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::summary::fixtures::measurement;
+    use crate::matrix::summary::{OpenLoopFigures, SCHEMA};
+
+    fn summary(open_loop: bool) -> Summary {
+        let mut configs = Vec::new();
+        for (limit, goodput_at) in [
+            ("32", [500.0, 1000.0, 1000.0]),
+            ("0", [500.0, 1000.0, 990.0]),
+        ] {
+            for (rate, goodput) in [500.0, 1000.0, 3000.0].into_iter().zip(goodput_at) {
+                let name = format!("limit-{limit}-{rate}");
+                let mut m = measurement(1, &name, rate, 10.0);
+                m.goodput_per_sec = Some(goodput);
+                m.ok_p99_ms = Some(if limit == "0" { rate } else { 12.0 });
+                m.open_loop = open_loop.then_some(OpenLoopFigures {
+                    target_rate: rate,
+                    sent_rate: rate,
+                    missed: 0,
+                    rate_held: limit != "0" || rate < 3000.0,
+                });
+                configs.push(ConfigSummary::from_rounds(
+                    &name,
+                    None,
+                    [
+                        vec!["--max-concurrent-requests".into(), limit.into()],
+                        vec![],
+                        vec![],
+                    ],
+                    serde_json::json!({ "rate": rate }),
+                    vec![m],
+                ));
+            }
+        }
+        Summary {
+            schema: SCHEMA.into(),
+            run_id: "r".into(),
+            experiment: "overload".into(),
+            baseline: configs[0].name.clone(),
+            rounds: 1,
+            duration_s: 8.0,
+            warmup_s: 2.0,
+            quick: false,
+            configs,
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn one_curve_per_gateway_setting_in_chart_and_table() {
+        let s = summary(true);
+        let svg = render(&s).expect("open-loop configurations make a chart");
+        assert_eq!(svg.matches("<polyline").count(), 4, "2 settings × 2 panels");
+        assert!(svg.contains("--max-concurrent-requests 32"));
+        // A point whose rate was not held is drawn hollow.
+        assert!(svg.contains(r#"fill="white" stroke="#) && svg.contains("(rate not held)"));
+        let table = table(&s).unwrap();
+        assert!(
+            table.contains(
+                "| limit-32-3000 | `--max-concurrent-requests 32` | 3000 | 3000 | 1000 | 0.33 |"
+            ),
+            "{table}"
+        );
+        assert!(
+            table.contains("| 12.0 ms |") && table.contains("| no |"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn closed_loop_runs_have_no_curve() {
+        let s = summary(false);
+        assert!(render(&s).is_none() && table(&s).is_none());
+    }
 }
