@@ -13,11 +13,11 @@ use super::chart::{escape, format_value, nice_ceiling, Frame, BAR_COLOURS};
 use crate::matrix::summary::{ConfigSummary, Summary};
 
 const PANEL_WIDTH: f64 = 520.0;
-const HEIGHT: f64 = 440.0;
+const HEIGHT: f64 = 470.0;
 const LEFT: f64 = 80.0;
 const RIGHT: f64 = 30.0;
 const TOP: f64 = 50.0;
-const BOTTOM: f64 = 90.0;
+const BOTTOM: f64 = 120.0;
 const GRID_LINES: usize = 5;
 
 /// One configuration's point on the curve (medians over its rounds).
@@ -139,7 +139,7 @@ pub fn render(summary: &Summary) -> Option<String> {
     );
     for (i, (label, _)) in curves.iter().enumerate() {
         let colour = BAR_COLOURS[i % BAR_COLOURS.len()];
-        let y = HEIGHT - 38.0 + 14.0 * i as f64 - 14.0 * (curves.len() as f64 - 1.0);
+        let y = HEIGHT - BOTTOM + 56.0 + 14.0 * i as f64;
         let _ = writeln!(
             out,
             r#"<rect x="{:.1}" y="{:.1}" width="12" height="4" fill="{colour}"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
