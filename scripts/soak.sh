@@ -66,8 +66,10 @@ for g in "$g1" "$g2"; do
   gw+=($!); pids+=($!); wait_port "$g"
 done
 
-metric() { # metric PORT NAME: a metric's value from 127.0.0.1:PORT/metrics (0 if absent)
-  curl -s -m 2 "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { print $2; found=1 } END { if (!found) print 0 }'
+metric() { # metric PORT NAME: a metric's value (its series summed, whatever their labels)
+  # from 127.0.0.1:PORT/metrics; empty if the metric is absent
+  curl -s -m 2 "http://127.0.0.1:$1/metrics" |
+    awk -v n="$2" '$1 == n || index($1, n "{") == 1 { sum += $NF; found = 1 } END { if (found) print sum }'
 }
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
 fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
