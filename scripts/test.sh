@@ -22,7 +22,11 @@ need_apt redis-server redis-server
 
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 # Formatting, lints and docs first: cheap, and a failure says what to fix.
-rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt clippy
+if command -v rustup >/dev/null; then
+  for component in rustfmt clippy; do
+    rustup component list --installed | grep -q "^$component" || rustup component add "$component"
+  done
+fi
 cargo fmt --all --check
 # One feature set for the whole workspace, so nothing is compiled twice.
 cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -1,14 +1,14 @@
 //! Upstream: one lean HTTP/1.1 client per subgraph.
 //!
 //! Each subgraph's URL is parsed once, and its request head made once
-//! ([`http1`]). Connections are kept alive in a pool per subgraph (last in, first
+//! (`http1`). Connections are kept alive in a pool per subgraph (last in, first
 //! out, so the warmest connection goes first), and an exchange runs in the
 //! request's own task: no per-connection task, no channel, no hand-off.
 //!
 //! A query that meets a keep-alive connection the subgraph closed under it (no byte
 //! of an answer came back) is sent once more on a new connection; a mutation never
 //! is (it may have run), and its idle connection is first checked for a close that
-//! arrived while it waited. Each subgraph has its own limits ([`settings`]): a
+//! arrived while it waited. Each subgraph has its own limits (`settings`): a
 //! connect timeout, and a request timeout that bounds everything from taking a
 //! connection to the answer's last byte, retry included; each response body is
 //! bounded by a size limit. The body is parsed into a [`Tape`] and split into `data`
