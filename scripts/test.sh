@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The lab's test command: installs what a fresh machine lacks, then runs every test.
 #   scripts/test.sh            # all tests of the workspace
+# Runs, in order: cargo fmt --check, cargo clippy (warnings denied), cargo doc (warnings
+# denied), then the build and every test (fuzz.rs runs its bounded cases; scripts/fuzz.sh
+# runs long campaigns).
 # Environment: CI=true (set by .ci/run) only makes the output plainer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +21,15 @@ need_apt cc gcc
 need_apt redis-server redis-server
 
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+# Formatting, lints and docs first: cheap, and a failure says what to fix.
+if command -v rustup >/dev/null; then
+  for component in rustfmt clippy; do
+    rustup component list --installed | grep -q "^$component" || rustup component add "$component"
+  done
+fi
+cargo fmt --all --check
 # One feature set for the whole workspace, so nothing is compiled twice.
+cargo clippy --workspace --all-targets --locked -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 cargo build --workspace --all-targets --locked
 cargo test --workspace --locked --no-fail-fast

@@ -24,8 +24,8 @@
 //! A follower whose leader went away (dropped mid-fetch) is retried in a
 //! new round, so nobody waits on a fetch nobody runs. Dropping this call's
 //! future drops its leaders' guards: their followers take over the same
-//! way. The same key twice in one batch is allowed (the second follows the
-//! first), but a caller saves work by passing each key once.
+//! way. The same key twice in one batch is allowed: it is claimed once and
+//! the later calls get a copy of the first one's answer.
 
 use std::error::Error as StdError;
 use std::future::Future;
@@ -175,7 +175,18 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         let mut again = Vec::new();
         let mut leads = Vec::new();
         let mut follows = Vec::new();
+        // A key this batch holds twice is claimed once; the later calls copy the first
+        // one's answer. (Claimed twice, the second would follow a flight this very call
+        // leads and settles only after its followers are done: it would wait forever.)
+        let mut copies: Vec<(usize, usize)> = Vec::new();
+        let mut claimed: Vec<(CacheKey, usize)> = Vec::new();
         for (i, key, seen) in to_claim {
+            if let Some(&(_, first)) = claimed.iter().find(|(k, _)| *k == key) {
+                calls[i].namespace().counters().incr(Counter::Dedupes);
+                copies.push((i, first));
+                continue;
+            }
+            claimed.push((key, i));
             let counters = calls[i].namespace().counters();
             match inner.inflight.claim(key, seen) {
                 Claim::LookAgain => again.push(i),
@@ -243,6 +254,12 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
             match outcome {
                 Waited::Done(result) => results[i] = Some(result),
                 Waited::Abandoned => again.push(i),
+            }
+        }
+        for (i, first) in copies {
+            match results[first].clone() {
+                Some(result) => results[i] = Some(result),
+                None => again.push(i),
             }
         }
         again

@@ -180,13 +180,16 @@
 //! - `inflight`: the dedupe table (leaders, followers, cancellation).
 //! - [`key`]: [`CacheKey`] and its canonical encoding.
 //! - [`storage`]: the trait, the moka back end, codecs, the Redis back end
-//!   (`storage/redis.rs`) and the layered memory-over-Redis store
-//!   (`storage/layered.rs`).
+//!   (`storage/redis/`: the store, its batcher, invalidation, GC and counters)
+//!   and the layered memory-over-Redis store (`storage/layered.rs`).
+//! - [`breaker`]: a lock-free circuit breaker for one remote backend (the Redis
+//!   store's, and the gateway's per subgraph).
 //! - [`references`]: references, patterns, the reference index.
 //! - [`stats`]: counters per namespace and the periodic report.
 //! - [`strategy`]: the extension point.
 
 mod batch;
+pub mod breaker;
 mod cache;
 pub mod error;
 mod inflight;

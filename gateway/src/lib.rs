@@ -3,7 +3,8 @@
 //! One request flows top to bottom through these modules:
 //!
 //! ```text
-//! server      connections and routes: /graphql, /health, /metrics, /debug/profile
+//! connections accept within --max-connections, lingering close, drain on SIGTERM
+//! server      routes (/graphql, /health, /metrics, /debug/profile); load shedding
 //! request     decoding and limits: body, content type, JSON shape, nesting; 4xx
 //! pipeline    the request path's steps, in order:
 //!   documents   the byte-bounded document cache, each document with its plans
@@ -15,15 +16,20 @@
 //!   response    the answer in query order, from the subgraphs' raw JSON
 //! ```
 //!
+//! [`load`] counts connections and requests in progress against their limits, and
+//! [`linger`] closes a connection whose client is still sending without resetting it.
 //! [`json`] holds subgraph answers as tapes over their bytes, and [`piece`] the part
 //! of an answer one fetch is for. [`supergraph`] composes the subgraphs' SDL at
 //! start-up; [`startup`] fetches it and assembles the [`pipeline::App`].
 
 pub mod caching;
+pub mod connections;
 pub mod documents;
 pub mod execute;
 pub mod fast_map;
 pub mod json;
+pub mod linger;
+pub mod load;
 pub mod metrics;
 pub mod piece;
 pub mod pipeline;

@@ -5,9 +5,12 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use gateway::caching::{RedisSettings, StorageKind};
+use gateway::connections::ServeOptions;
+use gateway::load::LoadLimits;
 use gateway::request::RequestLimits;
 use gateway::startup::{Backoff, GatewayConfig};
 use gateway::supergraph::Subgraph;
+use gateway::upstream::{SubgraphLimits, UpstreamArgs};
 use gateway::validation::DocumentLimits;
 
 /// The `mimalloc` build's allocator (README "Allocator and hashing").
@@ -33,9 +36,24 @@ struct Cli {
     /// Give up reading the subgraphs' SDL after this many seconds.
     #[arg(long, default_value_t = 30.0)]
     startup_timeout_secs: f64,
-    /// Timeout of one subgraph request, in milliseconds.
+    /// Timeout of one subgraph request, in milliseconds (every subgraph's default;
+    /// --subgraph-timeout sets it per subgraph).
     #[arg(long, default_value_t = 10_000)]
     upstream_timeout_ms: u64,
+    #[command(flatten)]
+    upstream: UpstreamArgs,
+    /// Most GraphQL requests in progress at once; past it a request is answered 503 with
+    /// Retry-After at once (0: no limit).
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    max_concurrent_requests: usize,
+    /// Most client connections open at once; past it a new connection is answered 503
+    /// with Retry-After and closed (0: no limit).
+    #[arg(long, value_name = "N", default_value_t = 4096)]
+    max_connections: usize,
+    /// On SIGTERM or SIGINT, stop accepting and let requests in progress finish for at
+    /// most this long (e.g. 5s, 500ms), then close what remains and exit 0.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_drain_timeout)]
+    drain_timeout: Duration,
     /// Largest subgraph response body read, in bytes (a larger one is an error at the
     /// fields it was for).
     #[arg(long, default_value_t = 64 << 20)]
@@ -132,6 +150,11 @@ struct RedisGcArgs {
     /// Lazy mode: continue a pass from the cursor an earlier run printed.
     #[arg(long, default_value_t = 0, conflicts_with = "strict")]
     cursor: u64,
+}
+
+fn parse_drain_timeout(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s)
+        .map_err(|e| format!("{s:?} is not a duration like 500ms or 5s ({e})"))
 }
 
 fn parse_switch(s: &str) -> Result<bool, String> {
@@ -239,6 +262,16 @@ impl Cli {
             }
             None
         };
+        if self.upstream_timeout_ms == 0 {
+            return Err("--upstream-timeout-ms must be positive".into());
+        }
+        let upstream = self.upstream.settings(
+            &names,
+            SubgraphLimits {
+                request_timeout: Duration::from_millis(self.upstream_timeout_ms),
+                ..SubgraphLimits::default()
+            },
+        )?;
         if self.max_depth == 0
             || self.max_fields == 0
             || self.max_body_bytes == 0
@@ -253,7 +286,7 @@ impl Cli {
                 first: Duration::from_millis(50),
                 max: Duration::from_secs(2),
             },
-            upstream_timeout: Duration::from_millis(self.upstream_timeout_ms),
+            upstream,
             max_upstream_body_bytes: self.max_upstream_body_bytes,
             requests: RequestLimits {
                 max_body_bytes: self.max_body_bytes,
@@ -309,14 +342,27 @@ async fn run(cli: &Cli, config: GatewayConfig) -> anyhow::Result<()> {
         "gateway listening on http://{}/graphql",
         listener.local_addr()?
     );
-    let router = gateway::server::router(app);
-    gateway::server::serve(
-        listener,
-        router,
-        config.requests.header_read_timeout,
-        stop_signal(),
-    )
-    .await;
+    let router = gateway::server::router_with_limits(
+        app.clone(),
+        LoadLimits {
+            max_connections: cli.max_connections,
+            max_requests: cli.max_concurrent_requests,
+        },
+    );
+    let options = ServeOptions {
+        header_read_timeout: config.requests.header_read_timeout,
+        drain_timeout: cli.drain_timeout,
+    };
+    let drained = gateway::server::serve_draining(listener, router, options, stop_signal()).await;
+    let answered = app.metrics.requests_answered();
+    if drained.cut == 0 {
+        eprintln!("gateway: drained, every request answered ({answered} GraphQL requests in all)");
+    } else {
+        eprintln!(
+            "gateway: --drain-timeout {:?} ran out; closed {} connection(s) with requests still in progress ({answered} GraphQL requests answered in all)",
+            cli.drain_timeout, drained.cut
+        );
+    }
     Ok(())
 }
 

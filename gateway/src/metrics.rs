@@ -58,6 +58,11 @@ impl Metrics {
             .fetch_add(elapsed.as_micros() as u64, Relaxed);
     }
 
+    /// GraphQL requests answered so far (any outcome).
+    pub fn requests_answered(&self) -> u64 {
+        self.requests.load(Relaxed)
+    }
+
     pub fn upstream_request(&self, subgraph: usize) {
         if let Some((_, n, _)) = self.upstream.get(subgraph) {
             n.fetch_add(1, Relaxed);

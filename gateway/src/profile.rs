@@ -4,6 +4,8 @@
 //! of the process with pprof (SIGPROF) for N seconds and answers collapsed stacks, one
 //! `thread;root;…;leaf COUNT` line per distinct stack, ready for inferno. Only one
 //! profile runs at a time (the sampler is process-wide); a second request gets 409.
+//! The busy flag is held by a guard, so a profile request whose client goes away (its
+//! handler is dropped mid-sample) frees it, and stops the sampler, at once.
 //! The kernel tick caps sampling near 250 Hz here, so `hz` is clamped to 1..=250.
 //! Frame names are shortened to their paths without generic arguments
 //! ([`short_name`]): async code's types run to kilobytes per frame otherwise.
@@ -18,6 +20,21 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 
 static RUNNING: AtomicBool = AtomicBool::new(false);
+
+/// The one profile in progress: clears [`RUNNING`] when dropped, answered or not.
+struct Busy;
+
+impl Busy {
+    fn take() -> Option<Busy> {
+        (!RUNNING.swap(true, Ordering::SeqCst)).then_some(Busy)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        RUNNING.store(false, Ordering::SeqCst);
+    }
+}
 
 pub async fn handler(Query(params): Query<HashMap<String, String>>) -> impl IntoResponse {
     let seconds: f64 = match params.get("seconds").map(|s| s.parse::<f64>()) {
@@ -40,14 +57,14 @@ pub async fn handler(Query(params): Query<HashMap<String, String>>) -> impl Into
             )
         }
     };
-    if RUNNING.swap(true, Ordering::SeqCst) {
+    let Some(busy) = Busy::take() else {
         return (
             StatusCode::CONFLICT,
             "a profile is already being taken".to_string(),
         );
-    }
+    };
     let result = sample(Duration::from_secs_f64(seconds), hz).await;
-    RUNNING.store(false, Ordering::SeqCst);
+    drop(busy);
     match result {
         Ok(folded) => (StatusCode::OK, folded),
         Err(e) => (

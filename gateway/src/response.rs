@@ -1,7 +1,7 @@
 //! The response body, written from the subgraphs' raw JSON in the order the query
 //! asked for its fields.
 //!
-//! [`write`] walks the plan's shape ([`crate::plan::Selection`]) and the pieces
+//! [`write()`] walks the plan's shape ([`crate::plan::Selection`]) and the pieces
 //! execution found, together: each field's value is read from the object's own
 //! data, from the entity piece fetched for that object, or answered by the gateway
 //! (`__typename`), and leaves are copied as the subgraph wrote them. Errors are

@@ -6,8 +6,13 @@
 //! straight from hyper to its handler ([`Gateway`]); the other routes go through an
 //! axum router, whose per-request layers (routing, extractors, boxed services) the
 //! hot path does not need. Clients that send half a request and stall are cut off by
-//! the header-read timeout (here) and the body-read timeout ([`crate::request`]), on
-//! their own connection only.
+//! the header-read timeout ([`crate::connections`]) and the body-read timeout
+//! ([`crate::request`]), on their own connection only.
+//!
+//! Every `/graphql` request is first admitted by [`Load`]: past
+//! `--max-concurrent-requests` it is answered `503` with `Retry-After` at once. The
+//! connections themselves (their limit, the lingering close, the drain on SIGTERM) are
+//! [`crate::connections`]'.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -26,11 +31,25 @@ use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::service::TowerToHyperService;
 
+use crate::connections::{Drained, ServeOptions};
+use crate::load::{overloaded, Load, LoadLimits};
 use crate::pipeline::{handle, reject, App};
 use crate::request::{check_content_type, read_body, GraphqlRequest, MediaType, Rejection};
 
-/// The gateway's routes.
+/// The gateway's routes, without limits on connections or requests in progress.
 pub fn router(app: Arc<App>) -> Gateway {
+    router_with_limits(app, LoadLimits::NONE)
+}
+
+/// The gateway's routes, shedding load past `limits`.
+pub fn router_with_limits(app: Arc<App>, limits: LoadLimits) -> Gateway {
+    let load = Arc::new(Load::new(limits));
+    let weak = Arc::downgrade(&load);
+    app.metrics.add_section(move |out| {
+        if let Some(load) = weak.upgrade() {
+            out.push_str(&load.prometheus());
+        }
+    });
     let mut others = Router::new()
         .route("/graphql", get(graphql_get).post(graphql_post_routed))
         .route("/health", get(|| async { "ok" }))
@@ -41,6 +60,7 @@ pub fn router(app: Arc<App>) -> Gateway {
     Gateway {
         others: TowerToHyperService::new(others.with_state(app.clone())),
         app,
+        load,
     }
 }
 
@@ -49,6 +69,7 @@ pub fn router(app: Arc<App>) -> Gateway {
 #[derive(Clone)]
 pub struct Gateway {
     app: Arc<App>,
+    load: Arc<Load>,
     others: TowerToHyperService<Router>,
 }
 
@@ -60,12 +81,27 @@ impl hyper::service::Service<Request<Incoming>> for Gateway {
     type Future = Pin<Box<dyn Future<Output = Answer> + Send>>;
 
     fn call(&self, request: Request<Incoming>) -> Self::Future {
-        if request.method() == Method::POST && request.uri().path() == "/graphql" {
+        if request.uri().path() != "/graphql" {
+            return Box::pin(self.others.call(request));
+        }
+        let Some(ticket) = self.load.admit_request() else {
+            return Box::pin(std::future::ready(Ok(overloaded())));
+        };
+        if request.method() == Method::POST {
             let app = self.app.clone();
             let (parts, body) = request.into_parts();
-            Box::pin(async move { Ok(graphql_post(&app, parts.headers, body).await) })
+            Box::pin(async move {
+                let answer = graphql_post(&app, parts.headers, body).await;
+                drop(ticket);
+                Ok(answer)
+            })
         } else {
-            Box::pin(self.others.call(request))
+            let answer = self.others.call(request);
+            Box::pin(async move {
+                let answer = answer.await;
+                drop(ticket);
+                answer
+            })
         }
     }
 }
@@ -161,7 +197,19 @@ async fn graphql_get(
     }
 }
 
-/// Accept connections on `listener` and serve `service` until `shutdown` resolves.
+impl Service {
+    /// The load counters and limits connections are admitted by (a router serves
+    /// without limits).
+    fn load(&self) -> Arc<Load> {
+        match self {
+            Service::Gateway(gateway) => gateway.load.clone(),
+            Service::Router(_) => Arc::new(Load::new(LoadLimits::NONE)),
+        }
+    }
+}
+
+/// Accept connections on `listener` and serve `service` until `shutdown` resolves;
+/// then close every connection at once (no drain: see [`serve_draining`]).
 ///
 /// Connections live in a `JoinSet` owned by this future: when it returns or is
 /// dropped, every open connection is closed with it.
@@ -171,33 +219,22 @@ pub async fn serve(
     header_read_timeout: Duration,
     shutdown: impl Future<Output = ()>,
 ) {
-    use hyper_util::rt::{TokioIo, TokioTimer};
+    let options = ServeOptions {
+        header_read_timeout,
+        drain_timeout: Duration::ZERO,
+    };
+    serve_draining(listener, service, options, shutdown).await;
+}
+
+/// Accept connections on `listener` and serve `service` until `shutdown` resolves,
+/// then drain them for up to `options.drain_timeout` ([`crate::connections`]).
+pub async fn serve_draining(
+    listener: tokio::net::TcpListener,
+    service: impl Into<Service>,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()>,
+) -> Drained {
     let service: Service = service.into();
-    let mut shutdown = std::pin::pin!(shutdown);
-    let mut connections = tokio::task::JoinSet::new();
-    loop {
-        while connections.try_join_next().is_some() {}
-        let (stream, _) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(conn) => conn,
-                Err(e) => {
-                    // Out of file descriptors and the like: back off, keep serving.
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = &mut shutdown => return,
-        };
-        let _ = stream.set_nodelay(true);
-        let service = service.clone();
-        connections.spawn(async move {
-            let _ = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(header_read_timeout)
-                .keep_alive(true)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
-    }
+    let load = service.load();
+    crate::connections::serve(listener, service, load, options, shutdown).await
 }

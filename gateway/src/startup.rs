@@ -16,7 +16,7 @@ use crate::metrics::Metrics;
 use crate::pipeline::App;
 use crate::request::RequestLimits;
 use crate::supergraph::{Subgraph, Supergraph};
-use crate::upstream::Upstream;
+use crate::upstream::{Upstream, UpstreamSettings};
 use crate::validation::{DocumentLimits, Validator};
 
 /// How long and how often to retry reading a subgraph's SDL.
@@ -32,7 +32,8 @@ pub struct Backoff {
 pub struct GatewayConfig {
     pub subgraphs: Vec<Subgraph>,
     pub startup: Backoff,
-    pub upstream_timeout: Duration,
+    /// Per subgraph: connect and request timeouts, and the circuit breaker.
+    pub upstream: UpstreamSettings,
     /// Largest subgraph response body read, in bytes.
     pub max_upstream_body_bytes: usize,
     pub requests: RequestLimits,
@@ -103,10 +104,16 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
     ));
     let upstream = Arc::new(Upstream::new(
         &config.subgraphs,
-        config.upstream_timeout,
+        &config.upstream,
         config.max_upstream_body_bytes,
         metrics.clone(),
     )?);
+    let weak = Arc::downgrade(&upstream);
+    metrics.add_section(move |out| {
+        if let Some(upstream) = weak.upgrade() {
+            out.push_str(&upstream.prometheus());
+        }
+    });
     let cache = match config.cache.clone() {
         Some(settings) => Some(Arc::new(
             ResolverCache::new(settings).map_err(|e| anyhow::anyhow!(e))?,

@@ -52,3 +52,36 @@ fn a_bad_switch_value_is_refused_by_name() {
         "{stderr}"
     );
 }
+
+#[test]
+fn bad_limits_are_refused_by_name() {
+    let refused = |args: &[&str], expected: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_gateway"))
+            .args(["--subgraph", "post=http://127.0.0.1:1/graphql"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    };
+    refused(
+        &["--subgraph-timeout", "user=1s"],
+        "--subgraph-timeout user=1s: no subgraph is named \"user\"",
+    );
+    refused(
+        &["--subgraph-timeout", "post=soon"],
+        "--subgraph-timeout post=soon",
+    );
+    refused(
+        &["--subgraph-connect-timeout", "0s"],
+        "must be more than zero",
+    );
+    refused(
+        &["--breaker-error-ratio", "post=2"],
+        "--breaker-error-ratio post=2",
+    );
+    refused(&["--breaker-probes", "many"], "--breaker-probes many");
+    refused(&["--drain-timeout", "forever"], "--drain-timeout");
+    refused(&["--max-connections", "lots"], "--max-connections");
+}

@@ -182,7 +182,7 @@ pub struct MatrixArgs {
     /// Experiment file (TOML).
     #[arg(long, default_value = "experiments/seed.toml")]
     pub config: PathBuf,
-    /// Directory for this run's files [default: results/<run-id>].
+    /// Directory for this run's files [default: results/RUN-ID].
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// A short run for CI: one round, a few seconds per configuration.
@@ -220,7 +220,7 @@ pub struct CompareArgs {
 /// `loadgen render`.
 #[derive(Debug, Clone, Args)]
 pub struct RenderArgs {
-    /// The run's directory (results/<run-id>).
+    /// The run's directory (results/RUN-ID).
     pub dir: PathBuf,
 }
 

@@ -2,7 +2,7 @@
 //!
 //! The crate has two halves and a module between them, along the path of the data:
 //!
-//! - [`bench`] drives one or more URLs over keep-alive HTTP/1.1 connections, closed
+//! - [`mod@bench`] drives one or more URLs over keep-alive HTTP/1.1 connections, closed
 //!   loop or open loop, records latency in HDR histograms and counts every error
 //!   class, GraphQL errors inside 2xx responses included (`loadgen bench`);
 //! - [`workload`] says *what* each connection sends when an experiment describes more
@@ -10,7 +10,7 @@
 //!   hotspot distributions, writes that carry versions, and the version oracle that
 //!   tells a stale read from a fresh one and catches wrong answers;
 //! - [`matrix`] starts the lab's services for each configuration of an experiment
-//!   file, checks the answer, benches the gateway through [`bench`], samples CPU, RSS,
+//!   file, checks the answer, benches the gateway through [`mod@bench`], samples CPU, RSS,
 //!   metrics and profiles over the window, aggregates the rounds and renders the run
 //!   directory (`loadgen matrix`, `loadgen compare`).
 //!

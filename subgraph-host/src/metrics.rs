@@ -93,6 +93,14 @@ impl Counters {
             "Requests decoded and not yet answered (hung ones included).",
             self.in_progress.load(Ordering::Relaxed),
         );
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            sample(
+                "gauge",
+                "subgraph_tokio_tasks",
+                "Tasks alive in the subgraph's tokio runtime (a soak watches it stay flat).",
+                runtime.metrics().num_alive_tasks() as u64,
+            );
+        }
         sample(
             "gauge",
             "subgraph_document_cache_entries",

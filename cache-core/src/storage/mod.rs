@@ -19,8 +19,8 @@
 //! - [`RedisStorage`], a `Storage<Bytes>` shared between processes: wrap it
 //!   as `Encoded<RedisStorage, JsonCodec>`. It frames entries with
 //!   [`Envelope`], keeps references as Redis sets, batches concurrent gets
-//!   into one `MGET`, and fails fast behind a circuit breaker (see its
-//!   module docs for the layout and the fault handling);
+//!   into one `MGET` behind a bounded queue, and fails fast behind a circuit
+//!   breaker (see its module docs for the layout and the fault handling);
 //! - [`LayeredStorage`], a short-lived [`MemoryStorage`] in front of any
 //!   store, usually the Redis one, with invalidations broadcast to the
 //!   other processes over Redis pub/sub.
@@ -44,8 +44,8 @@ use std::time::{Duration, Instant};
 
 pub use self::redis::{
     GcMode, GcReport, RedisFault, RedisStats, RedisStorage, RedisStorageBuilder,
-    DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD, DEFAULT_COMMAND_TIMEOUT,
-    DEFAULT_MAX_BATCH, DEFAULT_PREFIX,
+    DEFAULT_BATCHES_IN_FLIGHT, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD,
+    DEFAULT_COMMAND_TIMEOUT, DEFAULT_MAX_BATCH, DEFAULT_PREFIX, DEFAULT_QUEUE_CAPACITY,
 };
 pub use codec::{Codec, Encoded, Envelope, JsonCodec};
 pub use layered::{

@@ -64,6 +64,38 @@ async fn misses_are_fetched_together_and_hits_are_not_asked_for() {
     assert_eq!((stats.hits, stats.misses), (4, 3));
 }
 
+/// Found by fuzzing the gateway: two sites of one query asking the same entity
+/// (`me { a: topPosts(count: 1) { author { name } } topPosts(count: 2) { author { name } } }`)
+/// put one key twice in a batch. The second call followed the flight the first one
+/// led, which is settled only once the followers are done: the request hung. Now the
+/// key is fetched once and both calls get its answer, with a cache that stores and
+/// with one that only deduplicates (TTL 0).
+#[tokio::test]
+async fn the_same_key_twice_in_one_batch_is_fetched_once_and_answers_both() {
+    for ttl in [Duration::from_secs(60), Duration::ZERO] {
+        let cache: Cache<u32> = Cache::builder().ttl(ttl).build();
+        let ns = cache.namespace("User.name");
+        let asked = Asked::default();
+        let calls: Vec<_> = ["u1", "u2", "u1", "u1"]
+            .iter()
+            .map(|id| BatchCall::Cached {
+                key: key(id),
+                namespace: &ns,
+            })
+            .collect();
+        let results = within(
+            "a batch holding one key three times",
+            cache.get_or_fetch_many(&calls, asked.fetch()),
+        )
+        .await;
+        let values: Vec<u32> = results.into_iter().map(Result::unwrap).collect();
+        assert_eq!(values, [0, 10, 0, 0], "ttl {ttl:?}");
+        assert_eq!(asked.calls(), [vec![0, 1]], "ttl {ttl:?}: u1 asked once");
+        let stats = stats_of(&cache, "User.name");
+        assert_eq!((stats.misses, stats.dedupes), (2, 2), "ttl {ttl:?}");
+    }
+}
+
 #[tokio::test]
 async fn one_call_can_fail_while_the_others_succeed_and_failures_are_not_stored() {
     let cache: Cache<u32> = Cache::builder().ttl(Duration::from_secs(60)).build();

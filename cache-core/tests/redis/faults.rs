@@ -4,7 +4,7 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use cache_core::storage::{Encoded, JsonCodec, RedisStorage, Storage};
+use cache_core::storage::{Encoded, JsonCodec, RedisFault, RedisStorage, Storage};
 use cache_core::{Cache, CacheKey};
 use serde_json::{json, Value};
 
@@ -121,20 +121,7 @@ async fn a_slow_redis_times_out_instead_of_stalling_calls() {
     let ns = cache.namespace("Query.n");
     store.ping().await.unwrap();
 
-    // Keep the server busy for 1.5 s with a script on another connection.
-    let client = redis::Client::open(server.url()).unwrap();
-    let mut other = client.get_multiplexed_async_connection().await.unwrap();
-    let busy = tokio::spawn(async move {
-        let script = "local t = redis.call('TIME') \
-            local start = t[1] * 1000 + t[2] / 1000 \
-            repeat t = redis.call('TIME') until t[1] * 1000 + t[2] / 1000 - start > 1500 \
-            return 1";
-        let _ = redis::cmd("EVAL")
-            .arg(script)
-            .arg(0)
-            .query_async::<i64>(&mut other)
-            .await;
-    });
+    let busy = keep_busy(&server, 1500).await;
     let slow = within(Duration::from_secs(2), async || store.ping().await.is_err()).await;
     assert!(slow, "the server is busy");
 
@@ -154,5 +141,87 @@ async fn a_slow_redis_times_out_instead_of_stalling_calls() {
         cache.stats().namespace("Query.n").unwrap().storage_errors,
         2
     );
+    busy.await.unwrap();
+}
+
+/// Keeps `server` busy for `millis` with a script on a connection of its own.
+async fn keep_busy(server: &RedisServer, millis: u64) -> tokio::task::JoinHandle<()> {
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut other = client.get_multiplexed_async_connection().await.unwrap();
+    tokio::spawn(async move {
+        let script = format!(
+            "local t = redis.call('TIME') \
+             local start = t[1] * 1000 + t[2] / 1000 \
+             repeat t = redis.call('TIME') until t[1] * 1000 + t[2] / 1000 - start > {millis} \
+             return 1"
+        );
+        let _ = redis::cmd("EVAL")
+            .arg(script)
+            .arg(0)
+            .query_async::<i64>(&mut other)
+            .await;
+    })
+}
+
+#[tokio::test]
+async fn a_full_pipelining_queue_refuses_gets_at_once_as_misses() {
+    let server = RedisServer::start();
+    // One MGET in flight, four gets queued: a stalled Redis fills both at once.
+    let store = RedisStorage::builder(server.url())
+        .command_timeout(Duration::from_millis(500))
+        .batches_in_flight(1)
+        .queue_capacity(4)
+        .breaker(1000, Duration::from_secs(1))
+        .build()
+        .unwrap();
+    store.ping().await.unwrap();
+    let busy = keep_busy(&server, 1500).await;
+    let slow = within(Duration::from_secs(2), async || store.ping().await.is_err()).await;
+    assert!(slow, "the server is busy");
+
+    let started = std::time::Instant::now();
+    let gets: Vec<_> = (0..200u32)
+        .map(|n| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let began = std::time::Instant::now();
+                let result = store.get(key(n)).await;
+                (result, began.elapsed())
+            })
+        })
+        .collect();
+    let mut refused = 0;
+    for get in gets {
+        let (result, took) = get.await.unwrap();
+        let error = result.expect_err("Redis is stalled: no get succeeds");
+        if let cache_core::StorageError::Backend(inner) = &error {
+            if inner.downcast_ref::<RedisFault>() == Some(&RedisFault::QueueFull) {
+                refused += 1;
+                assert!(
+                    took < Duration::from_millis(100),
+                    "a refusal waits for nothing: {took:?}"
+                );
+            }
+        }
+    }
+    let stats = store.stats();
+    assert!(
+        refused >= 150,
+        "most gets were refused: {refused} of 200, {stats:?}"
+    );
+    assert_eq!(stats.queue_refused, refused);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the queued gets were bounded by the command timeout"
+    );
+
+    // Through a cache, a refusal is a miss: the value is fetched.
+    let cache = cache_over(&store);
+    let ns = cache.namespace("Query.n");
+    let value = cache
+        .get_or_fetch(key(1), &ns, || async { Ok::<_, Infallible>(json!(1)) })
+        .await
+        .unwrap();
+    assert_eq!(value, json!(1));
     busy.await.unwrap();
 }

@@ -26,7 +26,7 @@
 //! **Errors are never stored**: a failed fetch is not stored, and a response that
 //! carries GraphQL errors is shared only with the callers that were waiting for it.
 //!
-//! **Where entries live**: [`tiers`]. **What is configured**: [`settings`].
+//! **Where entries live**: `tiers`. **What is configured**: `settings`.
 //!
 //! The executor ([`crate::execute`]) asks this layer for a [`Call`] per fetch (the
 //! key, or a bypass), then hands a batch of calls and one fetch closure to

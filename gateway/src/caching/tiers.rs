@@ -112,16 +112,7 @@ pub fn prometheus(tiers: &[Tier]) -> String {
         .filter_map(|t| t.redis.as_ref().map(RedisStorage::stats))
         .collect();
     if !redis.is_empty() {
-        let sum = redis.iter().fold(RedisStats::default(), |a, b| RedisStats {
-            commands: a.commands + b.commands,
-            round_trips: a.round_trips + b.round_trips,
-            keys_read: a.keys_read + b.keys_read,
-            errors: a.errors + b.errors,
-            timeouts: a.timeouts + b.timeouts,
-            rejected: a.rejected + b.rejected,
-            breaker_open: a.breaker_open || b.breaker_open,
-            breaker_trips: a.breaker_trips + b.breaker_trips,
-        });
+        let sum = redis.iter().fold(RedisStats::default(), RedisStats::merge);
         out.push_str(&sum.to_prometheus("gateway_redis"));
     }
     for tier in tiers {

@@ -3,7 +3,7 @@
 //! The plan's fetches form a tree. Root fields go first, each a request of its own:
 //! for a query all at once, each going on to its nested fetches as soon as it is
 //! answered; for a mutation one field after another, each followed by its
-//! invalidations and its nested fetches, as GraphQL's serial execution requires. When a fetch's answer arrives, it is walked ([`collect`]) for
+//! invalidations and its nested fetches, as GraphQL's serial execution requires. When a fetch's answer arrives, it is walked (`collect`) for
 //! the objects whose selection needs fields another subgraph owns. Those become the
 //! next *wave*: every entity the wave needs from one subgraph goes into one request
 //! (one aliased `_entities` field per planned site), whatever fields or positions

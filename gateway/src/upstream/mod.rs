@@ -1,30 +1,43 @@
 //! Upstream: one lean HTTP/1.1 client per subgraph.
 //!
 //! Each subgraph's URL is parsed once, and its request head made once
-//! ([`http1`]). Connections are kept alive in a pool per subgraph (last in, first
+//! (`http1`). Connections are kept alive in a pool per subgraph (last in, first
 //! out, so the warmest connection goes first), and an exchange runs in the
 //! request's own task: no per-connection task, no channel, no hand-off.
 //!
 //! A query that meets a keep-alive connection the subgraph closed under it (no byte
 //! of an answer came back) is sent once more on a new connection; a mutation never
 //! is (it may have run), and its idle connection is first checked for a close that
-//! arrived while it waited. Each exchange, connect included, is bounded by the
-//! upstream timeout, and each response body by a size limit. The body is parsed
-//! into a [`Tape`] and split into `data` and `errors`; anything that is not a
-//! GraphQL response is a [`FetchError`].
+//! arrived while it waited. Each subgraph has its own limits (`settings`): a
+//! connect timeout, and a request timeout that bounds everything from taking a
+//! connection to the answer's last byte, retry included; each response body is
+//! bounded by a size limit. The body is parsed into a [`Tape`] and split into `data`
+//! and `errors`; anything that is not a GraphQL response is a [`FetchError`].
+//!
+//! Each subgraph also has a circuit breaker ([`cache_core::breaker`]): a request is
+//! admitted by one atomic load while it is closed; timeouts, refused or reset
+//! connections, 5xx answers and answers that are not GraphQL count as failures. While
+//! it is open, a request fails at once with [`FetchError::BreakerOpen`], which the
+//! response reports at every field the fetch was for, with its path; the other
+//! subgraphs' fields resolve as usual. A request cancelled mid-way (its client went
+//! away) gives no verdict.
 
 mod http1;
+mod settings;
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use cache_core::breaker::{Breaker, Permit};
 use hyper::header::HeaderValue;
 use hyper::Uri;
 use parking_lot::Mutex;
 use serde::Deserialize;
 
 use http1::{Connection, ExchangeError, RequestHead};
+pub use settings::{SubgraphLimits, UpstreamArgs, UpstreamSettings};
 
 use crate::json::Tape;
 use crate::metrics::Metrics;
@@ -69,6 +82,13 @@ pub enum FetchError {
     Unavailable { subgraph: String, detail: String },
     #[error("subgraph {subgraph} did not answer within {timeout:?}")]
     Timeout { subgraph: String, timeout: Duration },
+    #[error("subgraph {subgraph} could not be reached: no connection within {timeout:?}")]
+    ConnectTimeout { subgraph: String, timeout: Duration },
+    #[error("subgraph {subgraph} is unavailable: its circuit breaker is open after repeated failures{}", retry_note(.retry_in))]
+    BreakerOpen {
+        subgraph: String,
+        retry_in: Option<Duration>,
+    },
     #[error("subgraph {subgraph} answered HTTP {status} without a GraphQL response")]
     Status { subgraph: String, status: u16 },
     #[error("subgraph {subgraph} sent a response that is not GraphQL JSON: {detail}")]
@@ -88,19 +108,30 @@ pub struct SubgraphRequest<'a> {
     pub mutation: bool,
 }
 
-/// One subgraph: where it is, its request head, and its idle connections.
+fn retry_note(retry_in: &Option<Duration>) -> String {
+    match retry_in {
+        Some(d) => format!(" (next probe in {:.1} s)", d.as_secs_f64()),
+        None => " (a probe is in flight)".into(),
+    }
+}
+
+/// One subgraph: where it is, its request head, its idle connections, its limits
+/// and its breaker.
 struct Endpoint {
     name: String,
     /// `host:port`, resolved at each connect (the pool makes connects rare).
     authority: String,
     head: RequestHead,
     idle: Mutex<Vec<Connection>>,
+    limits: SubgraphLimits,
+    breaker: Breaker,
+    connect_timeouts: AtomicU64,
+    request_timeouts: AtomicU64,
 }
 
 /// The HTTP clients of every subgraph.
 pub struct Upstream {
     endpoints: Vec<Endpoint>,
-    timeout: Duration,
     max_body_bytes: usize,
     metrics: Arc<Metrics>,
 }
@@ -112,10 +143,11 @@ struct Failure {
 }
 
 impl Upstream {
-    /// Clients for `subgraphs` (their URLs must be `http://host[:port]/path`).
+    /// Clients for `subgraphs` (their URLs must be `http://host[:port]/path`), each
+    /// with its limits from `settings`.
     pub fn new(
         subgraphs: &[Subgraph],
-        timeout: Duration,
+        settings: &UpstreamSettings,
         max_body_bytes: usize,
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Upstream> {
@@ -138,17 +170,21 @@ impl Upstream {
                 })?;
                 let port = authority.port_u16().unwrap_or(80);
                 let path = uri.path_and_query().map_or("/", |p| p.as_str());
+                let limits = settings.of(&sg.name).clone();
                 Ok(Endpoint {
                     name: sg.name.clone(),
                     authority: format!("{}:{port}", authority.host()),
                     head: RequestHead::new(path, authority.as_str()),
                     idle: Mutex::new(Vec::new()),
+                    breaker: Breaker::new(limits.breaker.clone()),
+                    limits,
+                    connect_timeouts: AtomicU64::new(0),
+                    request_timeouts: AtomicU64::new(0),
                 })
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
         Ok(Upstream {
             endpoints,
-            timeout,
             max_body_bytes,
             metrics,
         })
@@ -159,24 +195,42 @@ impl Upstream {
         &self.endpoints[subgraph].name
     }
 
-    /// Send `request` and read its GraphQL response.
+    /// Send `request` and read its GraphQL response, unless the subgraph's breaker is
+    /// open.
     pub async fn send(&self, request: SubgraphRequest<'_>) -> Result<UpstreamResponse, FetchError> {
         let endpoint = &self.endpoints[request.subgraph];
+        let permit = endpoint
+            .breaker
+            .admit()
+            .map_err(|refused| FetchError::BreakerOpen {
+                subgraph: endpoint.name.clone(),
+                retry_in: refused.retry_in,
+            })?;
+        let deadline = tokio::time::Instant::now() + endpoint.limits.request_timeout;
         let retries = if request.mutation { 0 } else { 1 };
         let mut attempt = 0;
         loop {
             self.metrics.upstream_request(request.subgraph);
             // A retry never takes another idle connection: the first may have shown
             // that the pool holds connections the subgraph closed.
-            match self.exchange(endpoint, &request, attempt == 0).await {
+            match self
+                .exchange(endpoint, &request, attempt == 0, deadline)
+                .await
+            {
                 Ok((status, body)) => {
+                    judge(permit, status < 500);
                     return parse_response(&endpoint.name, status, body).inspect_err(|_| {
                         self.metrics.upstream_error(request.subgraph);
-                    })
+                    });
                 }
                 Err(failure) => {
                     self.metrics.upstream_error(request.subgraph);
                     if !failure.retryable || attempt == retries {
+                        endpoint.count(&failure.error);
+                        // An answer too large says nothing of the subgraph's health.
+                        if !matches!(failure.error, FetchError::TooLarge { .. }) {
+                            judge(permit, false);
+                        }
                         return Err(failure.error);
                     }
                     attempt += 1;
@@ -185,23 +239,92 @@ impl Upstream {
         }
     }
 
+    /// Prometheus text: per subgraph, timeouts by phase, the breaker's state, its
+    /// transitions, and the requests it refused.
+    pub fn prometheus(&self) -> String {
+        let mut out = String::new();
+        let per = |f: &dyn Fn(&Endpoint) -> Vec<(String, u64)>| -> Vec<(String, u64)> {
+            self.endpoints.iter().flat_map(f).collect()
+        };
+        crate::metrics::family(
+            &mut out,
+            "counter",
+            "gateway_upstream_timeouts_total",
+            "Subgraph requests that timed out, by phase (connect, or the whole request).",
+            per(&|e| {
+                vec![
+                    (
+                        format!("subgraph=\"{}\",phase=\"connect\"", e.name),
+                        e.connect_timeouts.load(Relaxed),
+                    ),
+                    (
+                        format!("subgraph=\"{}\",phase=\"request\"", e.name),
+                        e.request_timeouts.load(Relaxed),
+                    ),
+                ]
+            }),
+        );
+        crate::metrics::family(
+            &mut out,
+            "gauge",
+            "gateway_upstream_breaker_state",
+            "Each subgraph's circuit breaker: 0 closed, 1 open, 2 half-open.",
+            per(&|e| {
+                vec![(
+                    format!("subgraph=\"{}\"", e.name),
+                    u64::from(e.breaker.stats().state),
+                )]
+            }),
+        );
+        crate::metrics::family(
+            &mut out,
+            "counter",
+            "gateway_upstream_breaker_transitions_total",
+            "Each subgraph's circuit breaker transitions, by the state entered.",
+            per(&|e| {
+                let s = e.breaker.stats();
+                [
+                    ("open", s.opened),
+                    ("half_open", s.half_opened),
+                    ("closed", s.closed),
+                ]
+                .into_iter()
+                .map(|(to, n)| (format!("subgraph=\"{}\",to=\"{to}\"", e.name), n))
+                .collect()
+            }),
+        );
+        crate::metrics::family(
+            &mut out,
+            "counter",
+            "gateway_upstream_refused_total",
+            "Subgraph requests failed at once by an open (or busy half-open) breaker.",
+            per(&|e| {
+                vec![(
+                    format!("subgraph=\"{}\"", e.name),
+                    e.breaker.stats().refused,
+                )]
+            }),
+        );
+        out
+    }
+
     /// One exchange on a pooled or new connection: the status and the whole body.
     async fn exchange(
         &self,
         endpoint: &Endpoint,
         request: &SubgraphRequest<'_>,
         pooled: bool,
+        deadline: tokio::time::Instant,
     ) -> Result<(u16, Bytes), Failure> {
         let now = tokio::time::Instant::now();
-        let deadline = now + self.timeout;
         let timed_out = || Failure {
             error: FetchError::Timeout {
                 subgraph: endpoint.name.clone(),
-                timeout: self.timeout,
+                timeout: endpoint.limits.request_timeout,
             },
             retryable: false,
         };
-        let checkout = self.checkout(endpoint, request.mutation, pooled, now);
+        let checkout = self.checkout(endpoint, request.mutation, pooled, now, deadline);
         let mut connection = tokio::time::timeout_at(deadline, checkout)
             .await
             .map_err(|_| timed_out())??;
@@ -257,6 +380,7 @@ impl Upstream {
         mutation: bool,
         pooled: bool,
         now: tokio::time::Instant,
+        deadline: tokio::time::Instant,
     ) -> Result<Connection, Failure> {
         loop {
             let taken = if pooled {
@@ -272,13 +396,52 @@ impl Upstream {
                 return Ok(connection);
             }
         }
-        Connection::open(&endpoint.authority).await.map_err(|e| {
-            unavailable(
+        // The connect timeout, unless less of the request's time is left (then the
+        // request's own timeout fires first).
+        let connect_by = deadline.min(now + endpoint.limits.connect_timeout);
+        match tokio::time::timeout_at(connect_by, Connection::open(&endpoint.authority)).await {
+            Ok(Ok(connection)) => Ok(connection),
+            Ok(Err(e)) => Err(unavailable(
                 endpoint,
                 format!("connect {}: {e}", endpoint.authority),
                 false,
-            )
-        })
+            )),
+            Err(_) if connect_by < deadline => Err(Failure {
+                error: FetchError::ConnectTimeout {
+                    subgraph: endpoint.name.clone(),
+                    timeout: endpoint.limits.connect_timeout,
+                },
+                retryable: false,
+            }),
+            Err(_) => Err(Failure {
+                error: FetchError::Timeout {
+                    subgraph: endpoint.name.clone(),
+                    timeout: endpoint.limits.request_timeout,
+                },
+                retryable: false,
+            }),
+        }
+    }
+}
+
+impl Endpoint {
+    /// Count a final failure that is a timeout.
+    fn count(&self, error: &FetchError) {
+        match error {
+            FetchError::Timeout { .. } => self.request_timeouts.fetch_add(1, Relaxed),
+            FetchError::ConnectTimeout { .. } => self.connect_timeouts.fetch_add(1, Relaxed),
+            _ => 0,
+        };
+    }
+}
+
+/// Tell the breaker how the request went.
+#[inline]
+fn judge(permit: Permit<'_>, healthy: bool) {
+    if healthy {
+        permit.succeed()
+    } else {
+        permit.fail()
     }
 }
 

@@ -99,7 +99,10 @@ pub fn config(subgraphs: Vec<Subgraph>) -> GatewayConfig {
             first: Duration::from_millis(20),
             max: Duration::from_millis(200),
         },
-        upstream_timeout: Duration::from_secs(5),
+        upstream: gateway::upstream::UpstreamSettings::uniform(gateway::upstream::SubgraphLimits {
+            request_timeout: Duration::from_secs(5),
+            ..Default::default()
+        }),
         max_upstream_body_bytes: 64 << 20,
         requests: RequestLimits {
             max_body_bytes: 1 << 20,
@@ -141,8 +144,23 @@ impl Lab {
         post_delay: Duration,
         tweak: impl FnOnce(&mut GatewayConfig),
     ) -> Lab {
+        Lab::start_custom(
+            post_router_delayed(post_delay),
+            gateway::load::LoadLimits::NONE,
+            tweak,
+        )
+        .await
+    }
+
+    /// With `post` as post-service's router, and the gateway shedding load past
+    /// `limits`.
+    pub async fn start_custom(
+        post: Router,
+        limits: gateway::load::LoadLimits,
+        tweak: impl FnOnce(&mut GatewayConfig),
+    ) -> Lab {
         let user = Server::start(user_router()).await;
-        let post = Server::start(post_router_delayed(post_delay)).await;
+        let post = Server::start(post).await;
         let mut cfg = config(vec![
             Subgraph {
                 name: "user".into(),
@@ -157,7 +175,7 @@ impl Lab {
         let app = gateway::startup::build_app(&cfg)
             .await
             .expect("gateway starts");
-        let gateway = Server::start(gateway::server::router(app)).await;
+        let gateway = Server::start(gateway::server::router_with_limits(app, limits)).await;
         Lab {
             user,
             post,
@@ -228,6 +246,14 @@ impl Lab {
         addr
     }
 
+    /// Stop post-service, closing its connections; returns the address it had.
+    pub async fn stop_post(&mut self) -> SocketAddr {
+        let stopped = std::mem::replace(&mut self.post, Server::start(Router::new()).await);
+        let addr = stopped.addr;
+        stopped.stop().await;
+        addr
+    }
+
     /// `subgraph_requests_total` of (user-service, post-service).
     pub async fn subgraph_requests(&self) -> (u64, u64) {
         (
@@ -260,6 +286,17 @@ pub struct GatewayProcess {
 
 impl GatewayProcess {
     pub async fn start(user: &Server, post: &Server, extra: &[&str]) -> GatewayProcess {
+        GatewayProcess::start_logged(user, post, extra, Stdio::null()).await
+    }
+
+    /// Like [`GatewayProcess::start`], with the gateway's standard error going to
+    /// `stderr`.
+    pub async fn start_logged(
+        user: &Server,
+        post: &Server,
+        extra: &[&str],
+        stderr: impl Into<Stdio>,
+    ) -> GatewayProcess {
         let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_gateway"))
             .args(["--listen", &addr.to_string()])
@@ -267,7 +304,7 @@ impl GatewayProcess {
             .args(["--subgraph", &format!("post={}", post.url())])
             .args(extra)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("start the gateway binary");
         let gateway = GatewayProcess {
@@ -308,6 +345,28 @@ impl GatewayProcess {
     }
 }
 
+impl GatewayProcess {
+    /// Send SIGTERM to the gateway (by its PID) and wait for it to exit.
+    pub async fn terminate(&mut self) -> std::process::ExitStatus {
+        let signalled = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(signalled.success(), "kill -TERM the gateway");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait for the gateway") {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the gateway did not exit after SIGTERM"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
 impl Drop for GatewayProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -325,6 +384,13 @@ pub async fn metrics_of(http: &reqwest::Client, addr: SocketAddr) -> String {
         .text()
         .await
         .unwrap()
+}
+
+/// The value of the sample written exactly `series` (`name{labels}`) in Prometheus text.
+pub fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 pub fn metric(text: &str, name: &str) -> Option<f64> {

@@ -373,9 +373,11 @@ pub async fn closed_loop<T: Traffic>(
             };
         control.note_finished(outcome);
         if in_window(done) {
-            recorder
-                .borrow_mut()
-                .record(outcome, done - sent, size, done);
+            let mut recorder = recorder.borrow_mut();
+            recorder.record(outcome, done - sent, size, done);
+            if outcome == Outcome::GraphQl {
+                recorder.record_error_paths(&connection.body);
+            }
         }
         if connect_failed {
             tokio::time::sleep(RECONNECT_PAUSE).await;
@@ -470,6 +472,9 @@ pub async fn open_loop<T: Traffic>(
         if in_window {
             let mut recorder = recorder.borrow_mut();
             recorder.record(outcome, done - intended, size, done);
+            if outcome == Outcome::GraphQl {
+                recorder.record_error_paths(&connection.body);
+            }
             if outcome.has_response() {
                 recorder.record_schedule(done - sent, sent.saturating_duration_since(intended));
             }

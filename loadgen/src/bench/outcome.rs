@@ -2,8 +2,10 @@
 //!
 //! A request either got a response or it did not. Without one it is a `Transport` error
 //! (refused, reset, closed mid-response) or a `Timeout` (`--timeout` elapsed). With one,
-//! the status may be outside 2xx (`Non2xx`), or it may be a 2xx whose body is a GraphQL
-//! response carrying `errors` (`GraphQl`): the case plain HTTP tools count as success.
+//! the status may be outside 2xx (`Non2xx`, or `Shed`: a `503`, the server refusing
+//! load), or it may be a 2xx whose body is a GraphQL response carrying `errors`
+//! (`GraphQl`): the case plain HTTP tools count as success. For those, [`error_paths`]
+//! tells where in the answer the errors are.
 
 use serde::Deserialize;
 
@@ -12,8 +14,10 @@ use serde::Deserialize;
 pub enum Outcome {
     /// A 2xx response without GraphQL errors.
     Ok,
-    /// A response whose status is not 2xx.
+    /// A response whose status is not 2xx (nor 503).
     Non2xx,
+    /// A `503`: the server shed the request (overload, or a drain).
+    Shed,
     /// A 2xx response whose JSON body has a non-empty top-level `errors`.
     GraphQl,
     /// No response: connect failure, reset, or the connection closed early.
@@ -25,7 +29,10 @@ pub enum Outcome {
 impl Outcome {
     /// Whether a response arrived (so its latency belongs in the histogram).
     pub fn has_response(self) -> bool {
-        matches!(self, Outcome::Ok | Outcome::Non2xx | Outcome::GraphQl)
+        matches!(
+            self,
+            Outcome::Ok | Outcome::Non2xx | Outcome::Shed | Outcome::GraphQl
+        )
     }
 }
 
@@ -58,9 +65,54 @@ pub fn body_has_graphql_errors(body: &[u8]) -> bool {
     }
 }
 
+/// Where a GraphQL response's errors are: each error's `path` with list indices as
+/// `[]` (`["me","topPosts",0,"pid"]` → `me.topPosts[].pid`), or `(no path)`; each
+/// distinct place once per response.
+pub fn error_paths(body: &[u8]) -> Vec<String> {
+    #[derive(Deserialize)]
+    struct Errors {
+        #[serde(default)]
+        errors: Vec<Located>,
+    }
+    #[derive(Deserialize)]
+    struct Located {
+        #[serde(default)]
+        path: Option<Vec<serde_json::Value>>,
+    }
+    let Ok(Errors { errors }) = serde_json::from_slice::<Errors>(body) else {
+        return Vec::new();
+    };
+    let mut places: Vec<String> = errors
+        .iter()
+        .map(|e| match e.path.as_deref() {
+            None | Some([]) => "(no path)".to_string(),
+            Some(path) => {
+                let mut place = String::new();
+                for item in path {
+                    match item {
+                        serde_json::Value::String(key) => {
+                            if !place.is_empty() {
+                                place.push('.');
+                            }
+                            place.push_str(key);
+                        }
+                        _ => place.push_str("[]"),
+                    }
+                }
+                place
+            }
+        })
+        .collect();
+    places.sort_unstable();
+    places.dedup();
+    places
+}
+
 /// Classify a finished response from its status and (for 2xx) its body.
 pub fn classify(status: u16, body: &[u8]) -> Outcome {
-    if !(200..300).contains(&status) {
+    if status == 503 {
+        Outcome::Shed
+    } else if !(200..300).contains(&status) {
         Outcome::Non2xx
     } else if body_has_graphql_errors(body) {
         Outcome::GraphQl
@@ -102,5 +154,20 @@ mod tests {
             Outcome::Non2xx
         );
         assert_eq!(classify(301, b""), Outcome::Non2xx);
+        assert_eq!(classify(503, b""), Outcome::Shed);
+    }
+
+    #[test]
+    fn error_paths_name_the_fields() {
+        let body = br#"{"data":{"me":{"topPosts":null}},"errors":[
+            {"message":"a","path":["me","topPosts"]},
+            {"message":"b","path":["topPosts",0,"author","name"]},
+            {"message":"c","path":["topPosts",1,"author","name"]},
+            {"message":"d"}]}"#;
+        assert_eq!(
+            error_paths(body),
+            ["(no path)", "me.topPosts", "topPosts[].author.name"]
+        );
+        assert!(error_paths(b"not json").is_empty());
     }
 }

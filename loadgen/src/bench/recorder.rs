@@ -5,6 +5,7 @@
 //! its own connections, so recording takes no lock; the main thread merges them when
 //! the run is over.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -16,6 +17,8 @@ use crate::bench::outcome::Outcome;
 pub const SIGNIFICANT_FIGURES: u8 = 3;
 /// Largest latency a histogram tracks exactly, in µs (one hour); larger values saturate.
 const HIGHEST_TRACKED_US: u64 = 3_600 * 1_000_000;
+/// Most distinct error places a run tallies; the rest go under `(other)`.
+const MAX_ERROR_PLACES: usize = 64;
 
 /// A latency histogram in µs with the lab's bounds.
 pub fn latency_histogram() -> Histogram<u64> {
@@ -36,6 +39,9 @@ pub struct ErrorCounts {
     pub timeouts: u64,
     /// Responses whose status is outside 2xx.
     pub non_2xx: u64,
+    /// Of those, `503`s: requests the server shed.
+    #[serde(default)]
+    pub shed: u64,
     /// 2xx responses whose body carries GraphQL `errors`.
     pub graphql: u64,
 }
@@ -49,6 +55,7 @@ impl ErrorCounts {
         self.transport += other.transport;
         self.timeouts += other.timeouts;
         self.non_2xx += other.non_2xx;
+        self.shed += other.shed;
         self.graphql += other.graphql;
     }
 }
@@ -91,6 +98,14 @@ pub struct Recorder {
     pub latency: Histogram<u64>,
     /// Responses received (any status).
     pub responses: u64,
+    /// Of those, 2xx without GraphQL errors: the goodput.
+    pub ok: u64,
+    /// Latency of those alone (as `latency`): what the requests a server admitted and
+    /// served met, without its fast refusals.
+    pub ok_latency: Histogram<u64>,
+    /// For 2xx answers with GraphQL errors: how many carried an error at each place
+    /// ([`crate::bench::outcome::error_paths`]).
+    pub error_paths: BTreeMap<String, u64>,
     /// Response body bytes received.
     pub body_bytes: u64,
     pub errors: ErrorCounts,
@@ -105,6 +120,9 @@ impl Recorder {
         Recorder {
             latency: latency_histogram(),
             responses: 0,
+            ok: 0,
+            ok_latency: latency_histogram(),
+            error_paths: BTreeMap::new(),
             body_bytes: 0,
             errors: ErrorCounts::default(),
             last_completion: None,
@@ -121,8 +139,15 @@ impl Recorder {
         finished: Instant,
     ) {
         match outcome {
-            Outcome::Ok => {}
+            Outcome::Ok => {
+                self.ok += 1;
+                self.ok_latency.saturating_record(micros(latency));
+            }
             Outcome::Non2xx => self.errors.non_2xx += 1,
+            Outcome::Shed => {
+                self.errors.non_2xx += 1;
+                self.errors.shed += 1;
+            }
             Outcome::GraphQl => self.errors.graphql += 1,
             Outcome::Transport => self.errors.transport += 1,
             Outcome::Timeout => self.errors.timeouts += 1,
@@ -135,6 +160,23 @@ impl Recorder {
         if self.last_completion.is_none_or(|t| finished > t) {
             self.last_completion = Some(finished);
         }
+    }
+
+    /// Tally where a 2xx answer with GraphQL errors (`body`) has them.
+    pub fn record_error_paths(&mut self, body: &[u8]) {
+        for place in crate::bench::outcome::error_paths(body) {
+            self.count_error_place(place, 1);
+        }
+    }
+
+    fn count_error_place(&mut self, place: String, n: u64) {
+        let key =
+            if self.error_paths.len() < MAX_ERROR_PLACES || self.error_paths.contains_key(&place) {
+                place
+            } else {
+                "(other)".to_string()
+            };
+        *self.error_paths.entry(key).or_default() += n;
     }
 
     /// Open loop: record the uncorrected latency and the send lag of one response.
@@ -151,6 +193,13 @@ impl Recorder {
             .add(&other.latency)
             .expect("histograms share bounds");
         self.responses += other.responses;
+        self.ok += other.ok;
+        self.ok_latency
+            .add(&other.ok_latency)
+            .expect("histograms share bounds");
+        for (place, n) in &other.error_paths {
+            self.count_error_place(place.clone(), *n);
+        }
         self.body_bytes += other.body_bytes;
         self.errors.add(&other.errors);
         self.last_completion = match (self.last_completion, other.last_completion) {
@@ -234,6 +283,7 @@ mod tests {
                 transport: 0,
                 timeouts: 1,
                 non_2xx: 0,
+                shed: 0,
                 graphql: 1
             }
         );

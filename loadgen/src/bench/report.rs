@@ -46,6 +46,17 @@ pub struct BenchReport {
     /// Latency of the responses; in open loop, from the intended send time.
     pub latency_ms: LatencySummary,
     pub errors: ErrorCounts,
+    /// 2xx responses without GraphQL errors in the window, per second.
+    #[serde(default)]
+    pub goodput_per_sec: f64,
+    /// Latency of those responses alone (in open loop, from the intended send time):
+    /// what the requests a server admitted and served met.
+    #[serde(default)]
+    pub ok_latency_ms: LatencySummary,
+    /// Answers with GraphQL errors, counted per place of an error in the answer
+    /// (`me.topPosts`, `topPosts[].author.name`, `(no path)`).
+    #[serde(default)]
+    pub error_paths: std::collections::BTreeMap<String, u64>,
     /// Present in open-loop runs (`--rate`).
     pub open_loop: Option<OpenLoopReport>,
     pub loadgen_cpu: LoadgenCpu,
@@ -129,6 +140,9 @@ impl BenchReport {
             bytes_per_sec: per_second(r.body_bytes),
             latency_ms: LatencySummary::from_histogram(&r.latency),
             errors: r.errors,
+            goodput_per_sec: per_second(r.ok),
+            ok_latency_ms: LatencySummary::from_histogram(&r.ok_latency),
+            error_paths: r.error_paths.clone(),
             open_loop,
             loadgen_cpu: result.cpu.clone(),
             workload: match (&plan.workload, &result.freshness) {
@@ -239,9 +253,23 @@ impl BenchReport {
         let e = &self.errors;
         let _ = writeln!(
             out,
-            "Errors       transport {}, timeouts {}, non-2xx {}, GraphQL errors in 2xx {}",
-            e.transport, e.timeouts, e.non_2xx, e.graphql
+            "Errors       transport {}, timeouts {}, non-2xx {} ({} shed with 503), GraphQL errors in 2xx {}",
+            e.transport, e.timeouts, e.non_2xx, e.shed, e.graphql
         );
+        if e.total() > 0 {
+            let l = &self.ok_latency_ms;
+            let _ = writeln!(
+                out,
+                "Goodput      {:.1} req/s without errors; their latency p50 {}  p99 {}  max {}",
+                self.goodput_per_sec,
+                ms(l.p50),
+                ms(l.p99),
+                ms(l.max)
+            );
+        }
+        for (place, n) in &self.error_paths {
+            let _ = writeln!(out, "  errors at  {place}: {n} answer(s)");
+        }
         if let Some(w) = &self.workload {
             workload_lines(&mut out, w);
         }

@@ -158,6 +158,10 @@ struct ConfigFile {
     /// `baseline`); for experiments made of pairs, such as cache on/off per size.
     #[serde(default)]
     baseline: Option<String>,
+    /// Check the answer before and after the window (default true). `false` for a
+    /// configuration with injected faults, whose answers may carry errors by design.
+    #[serde(default)]
+    check: Option<bool>,
 }
 
 /// The query every configuration is measured with.
@@ -267,6 +271,8 @@ pub struct ConfigSpec {
     pub gateways: usize,
     /// Its own baseline configuration, if not the file's.
     pub baseline: Option<String>,
+    /// Whether the answer is checked before and after the window.
+    pub check: bool,
 }
 
 /// A validated experiment.
@@ -505,6 +511,7 @@ impl Experiment {
                 redis,
                 gateways,
                 baseline: c.baseline,
+                check: c.check.unwrap_or(true),
             });
         }
         let baseline = file.baseline.unwrap_or_else(|| configs[0].name.clone());

@@ -6,6 +6,8 @@
 //! - [`experiment`]: the experiment file; [`settings`]: rounds, windows, binaries;
 //! - [`lifecycle`] (with [`services`], [`redis_server`], [`http_probe`]): start fresh
 //!   processes on free ports, wait for `/health`, check the answer, stop by PID;
+//!   [`reaper`]: on SIGTERM or SIGINT, every process the run started is stopped by PID
+//!   and the run's folder marked `INCOMPLETE`;
 //! - [`measure`]: one configuration in one round, the window and what is sampled at its
 //!   edges: [`sampling`] (CPU per process, RSS), [`scraping`] (`/metrics`), [`profile`]
 //!   (perf or the gateway's endpoint);
@@ -24,6 +26,7 @@ pub mod lifecycle;
 pub mod manifest;
 pub mod measure;
 pub mod profile;
+pub mod reaper;
 pub mod record;
 pub mod redis_server;
 pub mod render;
@@ -85,6 +88,9 @@ fn write_renderings(out: &Path, summary: &Summary, machine: &str) -> anyhow::Res
     std::fs::write(out.join("chart.svg"), chart::render(summary))?;
     if let Some(svg) = render::tradeoff::render(summary) {
         std::fs::write(out.join("tradeoff.svg"), svg)?;
+    }
+    if let Some(svg) = render::overload::render(summary) {
+        std::fs::write(out.join("overload.svg"), svg)?;
     }
     Ok(markdown)
 }
@@ -179,6 +185,7 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
         std::fs::create_dir_all(out.join(sub))
             .with_context(|| format!("creating {}", out.join(sub).display()))?;
     }
+    reaper::watch(&out);
     let manifest = Manifest {
         schema: manifest::SCHEMA.into(),
         run_id: run_id.clone(),

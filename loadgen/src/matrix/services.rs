@@ -8,12 +8,13 @@
 use std::fs::File;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
 use crate::matrix::http_probe;
+use crate::matrix::reaper::TrackedChild;
 
 /// How long a stopped service gets to exit after SIGTERM before it is killed.
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -39,7 +40,7 @@ pub struct ServiceProcess {
     pub addr: SocketAddr,
     pub log: PathBuf,
     pub command_line: Vec<String>,
-    child: Child,
+    child: TrackedChild,
     stopped: bool,
 }
 
@@ -54,13 +55,15 @@ impl ServiceProcess {
     ) -> anyhow::Result<ServiceProcess> {
         let out = File::create(log).with_context(|| format!("creating {}", log.display()))?;
         let err = out.try_clone()?;
-        let child = Command::new(binary)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .with_context(|| format!("starting {}", binary.display()))?;
+        let child = TrackedChild::spawn(
+            name,
+            Command::new(binary)
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(out)
+                .stderr(err),
+        )
+        .with_context(|| format!("starting {}", binary.display()))?;
         let mut command_line = vec![binary.display().to_string()];
         command_line.extend(args.iter().cloned());
         Ok(ServiceProcess {
@@ -128,16 +131,7 @@ impl ServiceProcess {
         if let Some(status) = self.exited() {
             return format!("had exited: {status}");
         }
-        let Ok(pid) = libc::pid_t::try_from(self.child.id()) else {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-            return "killed".into();
-        };
-        // SAFETY: kill(2) on the PID of our own child, which has not been reaped (try_wait
-        // above saw it running), so the PID cannot have been reused.
-        unsafe {
-            libc::kill(pid, libc::SIGTERM);
-        }
+        self.child.signal(libc::SIGTERM);
         let until = Instant::now() + grace;
         while Instant::now() < until {
             if let Some(status) = self.exited() {
@@ -145,8 +139,7 @@ impl ServiceProcess {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.child.kill();
         format!("killed after {grace:?} without exiting on SIGTERM")
     }
 }

@@ -111,6 +111,31 @@ pub struct Measurement {
     /// How the gateway's profile was taken and how much of its CPU it holds.
     #[serde(default)]
     pub profile: Option<ProfileFigures>,
+    /// Answers with GraphQL errors, per place of an error (the bench's `error_paths`).
+    #[serde(default)]
+    pub error_paths: std::collections::BTreeMap<String, u64>,
+    /// 2xx answers without errors, per second.
+    #[serde(default)]
+    pub goodput_per_sec: Option<f64>,
+    /// p50 and p99 of those answers alone, in ms (in open loop from the intended send
+    /// time): what the requests the gateway admitted and served met.
+    #[serde(default)]
+    pub ok_p50_ms: Option<f64>,
+    #[serde(default)]
+    pub ok_p99_ms: Option<f64>,
+    /// Open loop: the rate asked for, the rate sent in the window, the requests
+    /// scheduled in the window that were never answered, and whether the rate held.
+    #[serde(default)]
+    pub open_loop: Option<OpenLoopFigures>,
+}
+
+/// An open-loop round's schedule, as sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpenLoopFigures {
+    pub target_rate: f64,
+    pub sent_rate: f64,
+    pub missed: u64,
+    pub rate_held: bool,
 }
 
 fn one() -> u32 {
@@ -319,6 +344,11 @@ pub(crate) mod fixtures {
             p99_9_ms: p99 * 1.1,
             max_ms: p99 * 1.2,
             errors: ErrorCounts::default(),
+            error_paths: Default::default(),
+            goodput_per_sec: Some(rps),
+            ok_p50_ms: Some(p99 / 2.0),
+            ok_p99_ms: Some(p99),
+            open_loop: None,
             gateway_requests: Some(rps * 10.0),
             upstream_requests: Some(rps * 40.0),
             upstream_per_request: Some(4.0),

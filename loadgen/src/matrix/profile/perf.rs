@@ -24,13 +24,14 @@ use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use inferno::collapse::perf::{Folder, Options};
 use inferno::collapse::Collapse;
 
+use crate::matrix::reaper::TrackedChild;
 use crate::proc_usage;
 
 /// How long perf may take to attach, or to acknowledge a command.
@@ -72,7 +73,7 @@ pub fn find() -> Result<PathBuf, String> {
 /// [`enable`]: PerfRecording::enable
 pub struct PerfRecording {
     perf: PathBuf,
-    child: Child,
+    child: TrackedChild,
     pid: u32,
     hz: u32,
     data: PathBuf,
@@ -117,7 +118,8 @@ impl PerfRecording {
             mkfifo(f)?;
         }
         let log_file = File::create(log).with_context(|| format!("creating {}", log.display()))?;
-        let child = Command::new(perf)
+        let mut command = Command::new(perf);
+        command
             .args(["record", "-D", "-1", "--control"])
             .arg(format!(
                 "fifo:{},{}",
@@ -141,8 +143,8 @@ impl PerfRecording {
             .arg(data)
             .stdin(Stdio::null())
             .stdout(log_file.try_clone()?)
-            .stderr(log_file)
-            .spawn()
+            .stderr(log_file);
+        let child = TrackedChild::spawn("perf", &mut command)
             .with_context(|| format!("starting {}", perf.display()))?;
         // Opening a FIFO's write end fails (ENXIO) until its reader, perf, has it open.
         let until = Instant::now() + PERF_DEADLINE;
@@ -161,7 +163,7 @@ impl PerfRecording {
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
             .open(&fifos[1])?;
-        let mut recording = PerfRecording {
+        let recording = PerfRecording {
             perf: perf.to_path_buf(),
             child,
             pid,
@@ -231,14 +233,7 @@ impl PerfRecording {
             return;
         }
         self.stopped = true;
-        if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
-            if self.child.try_wait().ok().flatten().is_none() {
-                // SAFETY: kill(2) on our own unreaped child.
-                unsafe {
-                    libc::kill(pid, libc::SIGINT);
-                }
-            }
-        }
+        self.child.signal(libc::SIGINT);
         let until = Instant::now() + PERF_DEADLINE;
         while Instant::now() < until {
             if self.child.try_wait().ok().flatten().is_some() {
@@ -246,8 +241,7 @@ impl PerfRecording {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.child.kill();
         for f in &self.fifos {
             std::fs::remove_file(f).ok();
         }

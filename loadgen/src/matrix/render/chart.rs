@@ -35,6 +35,92 @@ pub(super) fn nice_ceiling(value: f64) -> f64 {
         .unwrap_or(10.0 * magnitude)
 }
 
+/// The frame of an x–y panel: title, grid lines with their tick labels on both axes,
+/// border and axis titles; [`Frame::x`] and [`Frame::y`] place values inside it.
+pub(super) struct Frame {
+    /// Left edge of the plot area, and its top.
+    pub left: f64,
+    pub top: f64,
+    pub width: f64,
+    pub height: f64,
+    pub x_max: f64,
+    pub y_max: f64,
+}
+
+impl Frame {
+    pub fn x(&self, v: f64) -> f64 {
+        self.left + v / self.x_max * self.width
+    }
+
+    /// Values above `y_max` are drawn at the top edge.
+    pub fn y(&self, v: f64) -> f64 {
+        self.top + self.height - v.min(self.y_max) / self.y_max * self.height
+    }
+
+    /// Draw the frame: `grid` lines per axis, `x_unit` after each x tick label, the
+    /// y axis title centred at `y_title_x`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn draw(
+        &self,
+        out: &mut String,
+        title: &str,
+        x_title: &str,
+        y_title: &str,
+        x_unit: &str,
+        grid: usize,
+        y_title_x: f64,
+    ) {
+        let (left, top, w, h) = (self.left, self.top, self.width, self.height);
+        let _ = writeln!(
+            out,
+            r#"<text x="{:.1}" y="28" font-size="14" font-weight="bold" text-anchor="middle">{}</text>"#,
+            left + w / 2.0,
+            escape(title)
+        );
+        for i in 0..=grid {
+            let f = i as f64 / grid as f64;
+            let (vx, vy) = (self.x_max * f, self.y_max * f);
+            let _ = writeln!(
+                out,
+                r##"<line x1="{left:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
+                left + w,
+                self.y(vy),
+                self.y(vy),
+                left - 6.0,
+                self.y(vy) + 4.0,
+                tick_label(vy)
+            );
+            let _ = writeln!(
+                out,
+                r##"<line x1="{:.1}" x2="{:.1}" y1="{top:.1}" y2="{:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}{x_unit}</text>"##,
+                self.x(vx),
+                self.x(vx),
+                top + h,
+                self.x(vx),
+                top + h + 16.0,
+                tick_label(vx)
+            );
+        }
+        let _ = writeln!(
+            out,
+            r##"<rect x="{left:.1}" y="{top:.1}" width="{w:.1}" height="{h:.1}" fill="none" stroke="#444"/>"##
+        );
+        let _ = writeln!(
+            out,
+            r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text>"#,
+            left + w / 2.0,
+            top + h + 36.0,
+            escape(x_title)
+        );
+        let ty = top + h / 2.0;
+        let _ = writeln!(
+            out,
+            r#"<text x="{y_title_x:.1}" y="{ty:.1}" font-size="12" text-anchor="middle" transform="rotate(-90 {y_title_x:.1} {ty:.1})">{}</text>"#,
+            escape(y_title)
+        );
+    }
+}
+
 /// One panel of bars at horizontal offset `x0`.
 fn panel(out: &mut String, x0: f64, title: &str, unit: &str, bars: &[(String, Option<Spread>)]) {
     let plot_w = PANEL_WIDTH - MARGIN_LEFT - 20.0;

@@ -214,6 +214,10 @@ impl Summary {
         if show_cpu_per_request {
             self.cpu_table(&mut out);
         }
+        self.error_places_table(&mut out);
+        if let Some(table) = super::overload::table(self) {
+            out.push_str(&table);
+        }
         if show_freshness {
             let _ = writeln!(
                 out,
@@ -259,6 +263,35 @@ fn per_request(x: f64) -> String {
 }
 
 impl Summary {
+    /// Where the GraphQL errors were, per configuration (only when there were some).
+    fn error_places_table(&self, out: &mut String) {
+        let mut rows = Vec::new();
+        for c in &self.configs {
+            let mut places: std::collections::BTreeMap<&str, u64> = Default::default();
+            for round in &c.rounds {
+                for (place, n) in &round.error_paths {
+                    *places.entry(place).or_default() += n;
+                }
+            }
+            let answers: u64 = c.rounds.iter().map(|r| r.requests).sum();
+            for (place, n) in places {
+                rows.push(format!("| {} | `{place}` | {n} of {answers} |", c.name));
+            }
+        }
+        if rows.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            out,
+            "\n**Where the GraphQL errors were** (answers carrying an error at each place of \
+             the answer, list indices as `[]`; summed over rounds, of all answers)\n"
+        );
+        let _ = writeln!(out, "| config | error at | answers |\n|---|---|---:|");
+        for row in rows {
+            let _ = writeln!(out, "{row}");
+        }
+    }
+
     /// CPU per client request and cores, per process and configuration.
     fn cpu_table(&self, out: &mut String) {
         const PROCESSES: [&str; 4] = ["gateway", "user-service", "post-service", "loadgen"];

@@ -1,6 +1,7 @@
 //! What a person reads from a run: `summary.md` ([`markdown`]), the bar chart of req/s
-//! and p99 ([`chart`]), and for workloads the trade-off of throughput against stale
-//! reads ([`tradeoff`]).
+//! and p99 ([`chart`]), for workloads the trade-off of throughput against stale reads
+//! ([`tradeoff`]), and for open-loop sweeps the overload curve ([`overload`]).
 pub mod chart;
 pub mod markdown;
+pub mod overload;
 pub mod tradeoff;

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::chart::{escape, format_value, nice_ceiling, tick_label, BAR_COLOURS};
+use super::chart::{escape, format_value, nice_ceiling, Frame, BAR_COLOURS};
 use crate::matrix::summary::Summary;
 
 const PANEL_WIDTH: f64 = 560.0;
@@ -105,57 +105,25 @@ pub fn render(summary: &Summary) -> Option<String> {
 fn panel(out: &mut String, x0: f64, title: &str, y_title: &str, x_max: f64, points: &[Point]) {
     let y_max = nice_ceiling(points.iter().map(|p| p.max).fold(0.0, f64::max) * 1.05);
     let plot_w = PANEL_WIDTH - LEFT - RIGHT;
-    let plot_h = HEIGHT - TOP - BOTTOM;
     let left = x0 + LEFT;
-    let x = |v: f64| left + v / x_max * plot_w;
-    let y = |v: f64| TOP + plot_h - v / y_max * plot_h;
-    let _ = writeln!(
+    let frame = Frame {
+        left,
+        top: TOP,
+        width: plot_w,
+        height: HEIGHT - TOP - BOTTOM,
+        x_max,
+        y_max,
+    };
+    frame.draw(
         out,
-        r#"<text x="{:.1}" y="28" font-size="14" font-weight="bold" text-anchor="middle">{}</text>"#,
-        left + plot_w / 2.0,
-        escape(title)
+        title,
+        "stale reads (% of entity reads checked)",
+        y_title,
+        "%",
+        GRID_LINES,
+        x0 + 18.0,
     );
-    for i in 0..=GRID_LINES {
-        let f = i as f64 / GRID_LINES as f64;
-        let (vx, vy) = (x_max * f, y_max * f);
-        let _ = writeln!(
-            out,
-            r##"<line x1="{left:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
-            left + plot_w,
-            y(vy),
-            y(vy),
-            left - 6.0,
-            y(vy) + 4.0,
-            tick_label(vy)
-        );
-        let _ = writeln!(
-            out,
-            r##"<line x1="{:.1}" x2="{:.1}" y1="{TOP:.1}" y2="{:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}%</text>"##,
-            x(vx),
-            x(vx),
-            TOP + plot_h,
-            x(vx),
-            TOP + plot_h + 16.0,
-            tick_label(vx)
-        );
-    }
-    let _ = writeln!(
-        out,
-        r##"<rect x="{left:.1}" y="{TOP:.1}" width="{plot_w:.1}" height="{plot_h:.1}" fill="none" stroke="#444"/>"##
-    );
-    let _ = writeln!(
-        out,
-        r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">stale reads (% of entity reads checked)</text>"#,
-        left + plot_w / 2.0,
-        TOP + plot_h + 36.0
-    );
-    let ty = TOP + plot_h / 2.0;
-    let tx = x0 + 18.0;
-    let _ = writeln!(
-        out,
-        r#"<text x="{tx:.1}" y="{ty:.1}" font-size="12" text-anchor="middle" transform="rotate(-90 {tx:.1} {ty:.1})">{}</text>"#,
-        escape(y_title)
-    );
+    let (x, y) = (|v| frame.x(v), |v| frame.y(v));
     // Labels go right of their point (left of it near the right edge), and move down
     // until they overlap no label already placed.
     let mut placed: Vec<(f64, f64, f64)> = Vec::new();
