@@ -132,6 +132,10 @@ impl ConfigSummary {
             cache_skips: median_of(rounds.iter().map(|m| m.cache_skips)),
             cpu_us_per_request: per_process(&rounds, |p| p.us_per_request),
             cpu_cores: per_process(&rounds, |p| p.cores),
+            other_cores: median_of(rounds.iter().map(|m| {
+                let ours: f64 = m.cpu.iter().filter_map(|p| p.cores).sum();
+                m.machine_busy_cores.map(|busy| (busy - ours).max(0.0))
+            })),
             reads_checked: median_of(
                 rounds
                     .iter()

@@ -249,6 +249,11 @@ pub struct Medians {
     pub cpu_us_per_request: BTreeMap<String, f64>,
     #[serde(default)]
     pub cpu_cores: BTreeMap<String, f64>,
+    /// Busy cores of the machine that the run's own processes do not account for
+    /// (other work on the machine, and perf or redis-server when they run): the median
+    /// over rounds of the machine's busy cores minus the processes' sum.
+    #[serde(default)]
+    pub other_cores: Option<f64>,
     /// Workloads: entity reads checked per round, stale reads / reads checked, and the
     /// stale reads' age (median of the rounds' p50 and p99; the largest max).
     #[serde(default)]

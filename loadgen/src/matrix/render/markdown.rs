@@ -6,6 +6,10 @@ use std::fmt::Write as _;
 use crate::bench::report::ms;
 use crate::matrix::summary::{Medians, Summary};
 
+/// Above this many busy cores outside the run's own processes, a configuration's
+/// figures are flagged as taken on a contended machine.
+const CONTENDED_CORES: f64 = 0.3;
+
 impl Summary {
     /// The human-readable table, as Markdown.
     pub fn to_markdown(&self, machine: &str) -> String {
@@ -292,15 +296,21 @@ impl Summary {
         }
     }
 
-    /// CPU per client request and cores, per process and configuration.
+    /// CPU per client request and cores, per process and configuration, and what the
+    /// rest of the machine was busy with.
     fn cpu_table(&self, out: &mut String) {
         const PROCESSES: [&str; 4] = ["gateway", "user-service", "post-service", "loadgen"];
         let _ = writeln!(
             out,
             "\n**CPU per client request** (µs, with cores in brackets; medians over rounds)\n"
         );
-        let _ = writeln!(out, "| config | {} |", PROCESSES.join(" | "));
-        let _ = writeln!(out, "|---|{}", "---:|".repeat(PROCESSES.len()));
+        let _ = writeln!(
+            out,
+            "| config | {} | rest of the machine (cores) |",
+            PROCESSES.join(" | ")
+        );
+        let _ = writeln!(out, "|---|{}---:|", "---:|".repeat(PROCESSES.len()));
+        let mut contended = Vec::new();
         for c in &self.configs {
             let m = &c.median;
             let cells: Vec<String> = PROCESSES
@@ -313,13 +323,28 @@ impl Summary {
                     },
                 )
                 .collect();
-            let _ = writeln!(out, "| {} | {} |", c.name, cells.join(" | "));
+            let rest = m.other_cores.map_or("–".into(), |r| format!("{r:.2}"));
+            if m.other_cores.is_some_and(|r| r > CONTENDED_CORES) {
+                contended.push(format!("{} ({rest})", c.name));
+            }
+            let _ = writeln!(out, "| {} | {} | {rest} |", c.name, cells.join(" | "));
         }
         let _ = writeln!(
             out,
             "\nEach process's CPU time over the window (`/proc/<pid>/stat`, user + system) per client request \
-             answered in it; the gateway's instances summed. Steadier than req/s on shared cores."
+             answered in it; the gateway's instances summed. Steadier than req/s on shared cores. \
+             Rest of the machine: its busy cores minus these processes' (perf, redis-server and \
+             anything else running)."
         );
+        if !contended.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n**Warning: the rest of the machine (perf, redis-server, other work) held more than {CONTENDED_CORES} cores during {}.** \
+                 Those configurations shared the machine with it: their req/s and ratios are not \
+                 the lab's alone (CPU per request moves less).",
+                contended.join(", ")
+            );
+        }
     }
 }
 
@@ -463,6 +488,56 @@ mod tests {
         let back: Summary = serde_json::from_value(old).unwrap();
         assert_eq!(back.configs[1].gateways, 1);
         assert_eq!(back.configs[1].rounds[0].gateways, 1);
+    }
+
+    #[test]
+    fn the_rest_of_the_machine_is_shown_and_a_contended_configuration_flagged() {
+        use crate::matrix::sampling::ProcessCpu;
+        let with_cpu = |config: &str, busy: f64| {
+            let mut m = measurement(1, config, 1000.0, 10.0);
+            m.machine_busy_cores = Some(busy);
+            m.cpu = [("gateway", 0.9), ("loadgen", 0.2)]
+                .into_iter()
+                .map(|(name, cores)| ProcessCpu {
+                    name: name.into(),
+                    cpu_seconds: Some(cores * 10.0),
+                    cores: Some(cores),
+                    us_per_request: Some(cores * 1000.0),
+                })
+                .collect();
+            ConfigSummary::from_rounds(
+                config,
+                None,
+                Default::default(),
+                serde_json::json!({}),
+                vec![m],
+            )
+        };
+        let summary = |configs| Summary {
+            schema: SCHEMA.into(),
+            run_id: "r".into(),
+            experiment: "seed".into(),
+            baseline: "quiet".into(),
+            rounds: 1,
+            duration_s: 10.0,
+            warmup_s: 2.0,
+            quick: false,
+            configs,
+            warnings: vec![],
+        };
+        let quiet = summary(vec![with_cpu("quiet", 1.15)]).to_markdown("m");
+        assert!(quiet.contains("| rest of the machine (cores) |"), "{quiet}");
+        assert!(quiet.contains("| 0.05 |"), "{quiet}");
+        assert!(
+            !quiet.contains("Warning: the rest of the machine"),
+            "{quiet}"
+        );
+        let busy = summary(vec![with_cpu("quiet", 1.15), with_cpu("busy", 1.9)]).to_markdown("m");
+        assert!(busy.contains("| 0.80 |"), "{busy}");
+        assert!(
+            busy.contains("held more than 0.3 cores during busy (0.80).**"),
+            "{busy}"
+        );
     }
 
     #[test]
