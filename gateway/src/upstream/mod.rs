@@ -11,7 +11,8 @@
 //! arrived while it waited. Each exchange, connect included, is bounded by the
 //! upstream timeout, and each response body by a size limit. The body is parsed
 //! into a [`Tape`] and split into `data` and `errors`; anything that is not a
-//! GraphQL response is a [`FetchError`].
+//! GraphQL response is a [`FetchError`]. The answer's `Cache-Control` travels with
+//! it, for the cache's `origin-ttl` strategy.
 
 mod http1;
 
@@ -19,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use cache_core::CacheDirectives;
 use hyper::header::HeaderValue;
 use hyper::Uri;
 use parking_lot::Mutex;
@@ -46,6 +48,8 @@ pub struct UpstreamResponse {
     /// The tape index of `data`, when present and not null.
     pub data: Option<u32>,
     pub errors: Vec<UpstreamError>,
+    /// The answer's `Cache-Control` directives, if it had the header.
+    pub cache_control: Option<CacheDirectives>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -169,10 +173,15 @@ impl Upstream {
             // A retry never takes another idle connection: the first may have shown
             // that the pool holds connections the subgraph closed.
             match self.exchange(endpoint, &request, attempt == 0).await {
-                Ok((status, body)) => {
-                    return parse_response(&endpoint.name, status, body).inspect_err(|_| {
-                        self.metrics.upstream_error(request.subgraph);
-                    })
+                Ok((status, body, cache_control)) => {
+                    return parse_response(&endpoint.name, status, body)
+                        .map(|response| UpstreamResponse {
+                            cache_control,
+                            ..response
+                        })
+                        .inspect_err(|_| {
+                            self.metrics.upstream_error(request.subgraph);
+                        })
                 }
                 Err(failure) => {
                     self.metrics.upstream_error(request.subgraph);
@@ -185,13 +194,14 @@ impl Upstream {
         }
     }
 
-    /// One exchange on a pooled or new connection: the status and the whole body.
+    /// One exchange on a pooled or new connection: the status, the whole body and
+    /// the answer's `cache-control`.
     async fn exchange(
         &self,
         endpoint: &Endpoint,
         request: &SubgraphRequest<'_>,
         pooled: bool,
-    ) -> Result<(u16, Bytes), Failure> {
+    ) -> Result<(u16, Bytes, Option<CacheDirectives>), Failure> {
         let now = tokio::time::Instant::now();
         let deadline = now + self.timeout;
         let timed_out = || Failure {
@@ -215,7 +225,7 @@ impl Upstream {
             )
             .await;
         match outcome {
-            Ok((status, body, reusable)) => {
+            Ok((status, body, reusable, cache_control)) => {
                 if reusable {
                     connection.set_idle(now);
                     let mut idle = endpoint.idle.lock();
@@ -223,7 +233,7 @@ impl Upstream {
                         idle.push(connection);
                     }
                 }
-                Ok((status, body))
+                Ok((status, body, cache_control))
             }
             Err(ExchangeError::Timeout) => Err(timed_out()),
             Err(ExchangeError::TooLarge) => Err(Failure {
@@ -336,5 +346,6 @@ fn parse_response(
         tape: Arc::new(tape),
         data,
         errors,
+        cache_control: None,
     })
 }

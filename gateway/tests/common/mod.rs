@@ -88,6 +88,8 @@ pub fn cache(ttl: f64) -> Option<gateway::caching::CacheSettings> {
         report_interval: None,
         policies: Default::default(),
         invalidation: true,
+        strategies: Vec::new(),
+        eviction: Default::default(),
     })
 }
 
@@ -141,23 +143,18 @@ impl Lab {
         post_delay: Duration,
         tweak: impl FnOnce(&mut GatewayConfig),
     ) -> Lab {
-        let user = Server::start(user_router()).await;
-        let post = Server::start(post_router_delayed(post_delay)).await;
-        let mut cfg = config(vec![
-            Subgraph {
-                name: "user".into(),
-                url: user.url(),
-            },
-            Subgraph {
-                name: "post".into(),
-                url: post.url(),
-            },
-        ]);
-        tweak(&mut cfg);
-        let app = gateway::startup::build_app(&cfg)
-            .await
-            .expect("gateway starts");
-        let gateway = Server::start(gateway::server::router(app)).await;
+        Lab::start_over(user_router(), post_router_delayed(post_delay), tweak).await
+    }
+
+    /// Over subgraphs of the test's making (faults, `Cache-Control`, ...).
+    pub async fn start_over(
+        user_router: Router,
+        post_router: Router,
+        tweak: impl FnOnce(&mut GatewayConfig),
+    ) -> Lab {
+        let user = Server::start(user_router).await;
+        let post = Server::start(post_router).await;
+        let gateway = gateway_over(&user, &post, tweak).await;
         Lab {
             user,
             post,
@@ -240,6 +237,29 @@ impl Lab {
         let text = self.metrics(server).await;
         metric(&text, name).unwrap_or_else(|| panic!("{name} missing from:\n{text}")) as u64
     }
+}
+
+/// Another in-process gateway over `user` and `post`, configured by `tweak`.
+pub async fn gateway_over(
+    user: &Server,
+    post: &Server,
+    tweak: impl FnOnce(&mut GatewayConfig),
+) -> Server {
+    let mut cfg = config(vec![
+        Subgraph {
+            name: "user".into(),
+            url: user.url(),
+        },
+        Subgraph {
+            name: "post".into(),
+            url: post.url(),
+        },
+    ]);
+    tweak(&mut cfg);
+    let app = gateway::startup::build_app(&cfg)
+        .await
+        .expect("gateway starts");
+    Server::start(gateway::server::router(app)).await
 }
 
 /// A free TCP port on 127.0.0.1.
