@@ -77,7 +77,7 @@ fn choose_profiler(experiment: &Experiment) -> anyhow::Result<Profiler> {
     }
 }
 
-/// `summary.md`, `chart.svg` and (for workloads) `tradeoff.svg` of a run; returns the
+/// `summary.md`, `chart.svg`, `timeline.svg` and (for workloads) `tradeoff.svg` of a run; returns the
 /// Markdown.
 fn write_renderings(out: &Path, summary: &Summary, machine: &str) -> anyhow::Result<String> {
     let markdown = summary.to_markdown(machine);
@@ -85,6 +85,9 @@ fn write_renderings(out: &Path, summary: &Summary, machine: &str) -> anyhow::Res
     std::fs::write(out.join("chart.svg"), chart::render(summary))?;
     if let Some(svg) = render::tradeoff::render(summary) {
         std::fs::write(out.join("tradeoff.svg"), svg)?;
+    }
+    if let Some(svg) = render::timeline::render(summary) {
+        std::fs::write(out.join("timeline.svg"), svg)?;
     }
     Ok(markdown)
 }

@@ -1,6 +1,7 @@
 //! What a person reads from a run: `summary.md` ([`markdown`]), the bar chart of req/s
 //! and p99 ([`chart`]), and for workloads the trade-off of throughput against stale
-//! reads ([`tradeoff`]).
+//! reads ([`tradeoff`]); the window second by second ([`timeline`]).
 pub mod chart;
 pub mod markdown;
+pub mod timeline;
 pub mod tradeoff;
