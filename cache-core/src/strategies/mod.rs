@@ -329,4 +329,5 @@ registry! {
     early_refresh::EarlyRefresh,
     stale_if_error::StaleIfError,
     origin_ttl::OriginTtl,
+    ttl_jitter::TtlJitter,
 }
