@@ -80,15 +80,13 @@ struct Lead<V> {
 /// entry that read found.
 type ToClaim<V> = (usize, CacheKey, Option<u64>, Option<Stored<V>>);
 
+/// A one-key fetch, boxed.
+type OneFetch<T> =
+    std::pin::Pin<Box<dyn Future<Output = Result<T, Box<dyn StdError + Send + Sync>>> + Send>>;
+
 /// The one-key fetch of call `i`, out of a batch's `fetch`: what a
 /// background refresh of that key runs.
-fn one_of<F, Fut, T, E>(
-    fetch: F,
-    i: usize,
-) -> impl FnOnce() -> std::pin::Pin<
-    Box<dyn Future<Output = Result<T, Box<dyn StdError + Send + Sync>>> + Send>,
-> + Send
-       + 'static
+fn one_of<F, Fut, T, E>(fetch: F, i: usize) -> impl FnOnce() -> OneFetch<T> + Send + 'static
 where
     F: Fn(Vec<usize>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Vec<Result<T, E>>> + Send + 'static,

@@ -354,17 +354,17 @@ async fn storage_eviction_lru_keeps_the_newest_and_tinylfu_the_popular() {
         let storage = store(eviction);
         // 100 popular keys, each read ten times...
         for i in 0..100 {
-            let _ = storage.set(key(i), entry(i), Duration::from_secs(60));
+            let _ = storage.set(key(i), entry(i), Duration::from_secs(60)).await;
         }
         for _ in 0..10 {
             for i in 0..100 {
-                let _ = storage.get(key(i));
+                let _ = storage.get(key(i)).await;
             }
         }
         storage.run_pending_tasks();
         // ...then 100 keys seen once each.
         for i in 100..200 {
-            let _ = storage.set(key(i), entry(i), Duration::from_secs(60));
+            let _ = storage.set(key(i), entry(i), Duration::from_secs(60)).await;
             storage.run_pending_tasks();
         }
         kept.push((held(&storage, 0..100), held(&storage, 100..200)));
@@ -415,11 +415,13 @@ async fn storage_keeps_an_entry_as_long_as_set_asks_and_its_fetch_duration() {
         references: Arc::new([]),
         namespace: Arc::from("Query.n"),
     };
-    let _ = storage.set(
-        key,
-        entry(now + Duration::from_millis(10)),
-        Duration::from_millis(200),
-    );
+    let _ = storage
+        .set(
+            key,
+            entry(now + Duration::from_millis(10)),
+            Duration::from_millis(200),
+        )
+        .await;
     tokio::time::sleep(Duration::from_millis(60)).await;
     assert_eq!(
         read(&storage).map(|s| s.value),
@@ -433,7 +435,9 @@ async fn storage_keeps_an_entry_as_long_as_set_asks_and_its_fetch_duration() {
         None,
         "dropped when its retention ended"
     );
-    let _ = storage.set(key, entry(now + Duration::from_secs(60)), Duration::ZERO);
+    let _ = storage
+        .set(key, entry(now + Duration::from_secs(60)), Duration::ZERO)
+        .await;
     assert_eq!(
         read(&storage).map(|s| s.value),
         Some(2),

@@ -519,13 +519,11 @@ fn keep(
         .keyed_by_caller(per_caller))
 }
 
+/// One call's fetch as cache-core runs it, boxed.
+type OneFetch = std::pin::Pin<Box<dyn Future<Output = Result<Fetched<Piece>, Failed>> + Send>>;
+
 /// The one-call fetch cache-core runs for a call, out of the executor's `fetch`.
-fn single<F, Fut>(
-    fetch: F,
-    keeping: Keeping,
-) -> impl FnOnce() -> std::pin::Pin<Box<dyn Future<Output = Result<Fetched<Piece>, Failed>> + Send>>
-       + Send
-       + 'static
+fn single<F, Fut>(fetch: F, keeping: Keeping) -> impl FnOnce() -> OneFetch + Send + 'static
 where
     F: Fn(Vec<usize>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Vec<Result<Piece, FetchError>>> + Send + 'static,

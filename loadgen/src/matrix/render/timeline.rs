@@ -20,6 +20,9 @@ const MARGIN_RIGHT: f64 = 170.0;
 const MARGIN_TOP: f64 = 40.0;
 const GAP: f64 = 50.0;
 
+/// A panel of `timeline.svg`: its title and the figure it draws.
+type Panel = (&'static str, fn(&Second) -> Option<f64>);
+
 /// The median over rounds of `figure`, where rounds have it.
 fn median(rounds: &[Measurement], figure: impl Fn(&Measurement) -> Option<f64>) -> Option<f64> {
     let values: Vec<f64> = rounds.iter().filter_map(figure).collect();
@@ -122,7 +125,7 @@ pub fn render(summary: &Summary) -> Option<String> {
         return None;
     }
     let seconds = lines.iter().map(|(_, t)| t.len()).max().unwrap_or(1).max(2);
-    let panels: [(&str, fn(&Second) -> Option<f64>); 3] = [
+    let panels: [Panel; 3] = [
         ("client req/s", |s| Some(s.requests as f64)),
         ("subgraph requests/s", |s| s.upstream_requests),
         ("p99 per second (ms)", |s| Some(s.p99_ms)),
