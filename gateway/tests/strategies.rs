@@ -303,15 +303,7 @@ async fn origin_ttl_follows_the_subgraphs_cache_hints() {
 
 #[tokio::test]
 async fn origin_ttl_keeps_private_answers_per_caller_only() {
-    let dir = std::env::temp_dir().join(format!("gw-origin-private-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("me.toml");
-    std::fs::write(
-        &path,
-        "[policy.\"Query.me\"]\nkey = { headers = [\"authorization\"] }\n",
-    )
-    .unwrap();
-    let policies = gateway::caching::PolicyFile::load(&path).unwrap();
+    let policies = common::me_keyed_by_caller();
     let lab = Lab::start_with(|c| {
         let mut settings = with_strategies(600.0, &["origin-ttl"]).unwrap();
         settings.policies = policies;
@@ -350,7 +342,6 @@ async fn origin_ttl_keeps_private_answers_per_caller_only() {
         2,
         "{text}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]

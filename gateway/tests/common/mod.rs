@@ -356,3 +356,11 @@ pub fn metric(text: &str, name: &str) -> Option<f64> {
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse().ok())
 }
+
+/// The lab's policy that keys `Query.me` by the `authorization` header
+/// (`experiments/policies/me-by-user.toml`).
+pub fn me_keyed_by_caller() -> gateway::caching::PolicyFile {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../experiments/policies/me-by-user.toml");
+    gateway::caching::PolicyFile::load(&path).expect("experiments/policies/me-by-user.toml loads")
+}
