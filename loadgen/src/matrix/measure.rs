@@ -19,7 +19,9 @@ use super::profile::{ProfileFigures, ProfileOutcome};
 use super::record::{QueryRecord, RedisRecord, RunRecord, ServiceRecord};
 use super::redis_server;
 use super::sampling::{summed, CpuWatch, ProcessCpu};
-use super::scraping::{scrape_all, upstream_every_second, Scrape, WindowMetrics};
+use super::scraping::{
+    scrape_all, subgraph_requests, upstream_every_second, Scrape, WindowMetrics,
+};
 use super::settings::{Binaries, RunSettings, GATEWAY, POST_SERVICE, USER_SERVICE};
 use super::summary::{InstanceFigures, Measurement};
 use crate::bench::engine::{self, BenchPlan, StopRule};
@@ -230,6 +232,7 @@ fn measure_window(
         vec![stack.user.0.addr, stack.post.0.addr],
         window_started,
         ctx.settings.duration().as_secs(),
+        before.as_ref().ok().and_then(subgraph_requests),
     ));
     let redis_before = stack
         .redis

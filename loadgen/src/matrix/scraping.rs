@@ -42,14 +42,17 @@ pub async fn scrape_all(
 
 /// The subgraphs' requests in each whole second of a window of `seconds` seconds that
 /// starts at `start`: their `subgraph_requests_total` summed, read at every second's
-/// edge, differenced. A second whose edge could not be read is `None`.
+/// edge after the first (`first`: the window's own starting scrape), differenced. A
+/// second whose edge could not be read is `None`.
 pub async fn upstream_every_second(
     subgraphs: Vec<SocketAddr>,
     start: Instant,
     seconds: u64,
+    first: Option<f64>,
 ) -> Vec<Option<f64>> {
     let mut readings = Vec::with_capacity(seconds as usize + 1);
-    for k in 0..=seconds {
+    readings.push(first);
+    for k in 1..=seconds {
         tokio::time::sleep_until((start + Duration::from_secs(k)).into()).await;
         let mut total = Some(0.0);
         for addr in &subgraphs {
@@ -68,6 +71,18 @@ pub async fn upstream_every_second(
             _ => None,
         })
         .collect()
+}
+
+/// The subgraphs' `subgraph_requests_total` summed, in one scrape of every service.
+pub fn subgraph_requests(scrapes: &BTreeMap<String, Scrape>) -> Option<f64> {
+    [USER_SERVICE, POST_SERVICE]
+        .iter()
+        .map(|name| {
+            scrapes
+                .get(*name)
+                .and_then(|s| s.sum("subgraph_requests_total"))
+        })
+        .sum()
 }
 
 /// Every service's metric differences over the window.
