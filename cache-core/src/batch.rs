@@ -9,8 +9,9 @@
 //!    skip the cache (counted as skips) and join the fetch.
 //! 2. The keys whose policy may store are read with one batched storage
 //!    read ([`crate::storage::Storage::get_many`]: one `MGET` on Redis).
-//!    Fresh values are hits; stale ones are served at once, and each gets
-//!    one background refresh that fetches that key alone.
+//!    Fresh values are hits (a strategy may ask for an early refresh of
+//!    one); stale ones are served at once, and each gets one background
+//!    refresh that fetches that key alone.
 //! 3. Every other key is claimed in the dedupe table, as
 //!    [`Cache::get_or_fetch`] does: it follows a fetch already in flight
 //!    (a dedupe), or leads a new one (a miss).
@@ -34,14 +35,14 @@ use std::time::Instant;
 
 use tokio::runtime::Handle;
 
-use crate::cache::{run_flight, Waited};
+use crate::cache::{spawn_refresh, Answer, Waited};
 use crate::error::{CacheError, FetchError};
 use crate::inflight::{Claim, Flight, LeaderGuard};
 use crate::key::CacheKey;
 use crate::namespace::Namespace;
 use crate::policy::Fetched;
 use crate::stats::Counter;
-use crate::storage::StorageFuture;
+use crate::storage::{StorageFuture, Stored};
 use crate::Cache;
 
 /// One call of a [`Cache::get_or_fetch_many`] batch.
@@ -65,11 +66,42 @@ impl<V> BatchCall<'_, V> {
     }
 }
 
-/// A leader of this batch: the call's index, its key and its flight.
+/// A leader of this batch: the call's index, its key, its flight, and the
+/// expired entry it found (for `recover`).
 struct Lead<V> {
     index: usize,
     key: CacheKey,
     flight: Arc<Flight<V>>,
+    previous: Option<Stored<V>>,
+}
+
+/// A call to claim in the dedupe table: its index, key, the retired count
+/// read before its storage read (none: it did not read) and the expired
+/// entry that read found.
+type ToClaim<V> = (usize, CacheKey, Option<u64>, Option<Stored<V>>);
+
+/// A one-key fetch, boxed.
+type OneFetch<T> =
+    std::pin::Pin<Box<dyn Future<Output = Result<T, Box<dyn StdError + Send + Sync>>> + Send>>;
+
+/// The one-key fetch of call `i`, out of a batch's `fetch`: what a
+/// background refresh of that key runs.
+fn one_of<F, Fut, T, E>(fetch: F, i: usize) -> impl FnOnce() -> OneFetch<T> + Send + 'static
+where
+    F: Fn(Vec<usize>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Vec<Result<T, E>>> + Send + 'static,
+    T: Send + 'static,
+    E: Into<Box<dyn StdError + Send + Sync>> + Send + 'static,
+{
+    move || {
+        Box::pin(async move {
+            match fetch(vec![i]).await.into_iter().next() {
+                Some(Ok(value)) => Ok(value),
+                Some(Err(error)) => Err(error.into()),
+                None => Err(Box::new(MissingAnswer) as Box<dyn StdError + Send + Sync>),
+            }
+        })
+    }
 }
 
 impl<V: Clone + Send + Sync + 'static> Cache<V> {
@@ -80,11 +112,25 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
     /// [`Cache::get_or_fetch_many`] or [`Cache::get_or_fetch`] as usual.
     ///
     /// This lets a caller answer everything that is cached without building a
-    /// future per call.
-    pub fn hit_now(&self, key: CacheKey, namespace: &Namespace<V>) -> Option<V> {
+    /// future per call. `refresher` is asked for a fetch of the key only when a
+    /// strategy wants this hit refreshed early (and none is in flight); that
+    /// fetch then runs in the background.
+    pub fn hit_now<R, F, Fut, T, E>(
+        &self,
+        key: CacheKey,
+        namespace: &Namespace<V>,
+        refresher: R,
+    ) -> Option<V>
+    where
+        R: FnOnce() -> F,
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Into<Fetched<V>> + Send + 'static,
+        E: Into<Box<dyn StdError + Send + Sync>> + Send + 'static,
+    {
         let inner = &*self.inner;
-        if !namespace.policy().may_store()
-            || (!inner.strategies.is_empty() && inner.bypassed(namespace, key))
+        let strategies = !namespace.policy().strategies.is_empty();
+        if !namespace.policy().may_store() || (strategies && inner.bypassed(namespace, key, false))
         {
             return None;
         }
@@ -92,10 +138,24 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
             return None;
         };
         let stored = ready.into_inner().ok().flatten()?;
-        if Instant::now() >= stored.fresh_until {
+        let now = Instant::now();
+        if now >= stored.fresh_until {
             return None;
         }
         namespace.counters().incr(Counter::Hits);
+        if strategies {
+            if let Some((runtime, flight)) = inner.refresh_early(namespace, key, &stored, now) {
+                spawn_refresh(
+                    &self.inner,
+                    &runtime,
+                    namespace,
+                    key,
+                    flight,
+                    refresher(),
+                    None,
+                );
+            }
+        }
         Some(stored.value)
     }
 
@@ -149,7 +209,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         let inner = &*self.inner;
         let mut direct = Vec::new();
         let mut to_read: Vec<(usize, CacheKey)> = Vec::new();
-        let mut to_claim: Vec<(usize, CacheKey, Option<u64>)> = Vec::new();
+        let mut to_claim: Vec<ToClaim<V>> = Vec::new();
         for &i in pending {
             match &calls[i] {
                 BatchCall::Bypass { namespace } => {
@@ -157,13 +217,15 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                     direct.push(i);
                 }
                 BatchCall::Cached { key, namespace } => {
-                    if !inner.strategies.is_empty() && inner.bypassed(namespace, *key) {
+                    if !namespace.policy().strategies.is_empty()
+                        && inner.bypassed(namespace, *key, true)
+                    {
                         namespace.counters().incr(Counter::Skips);
                         direct.push(i);
                     } else if namespace.policy().may_store() {
                         to_read.push((i, *key));
                     } else {
-                        to_claim.push((i, *key, None));
+                        to_claim.push((i, *key, None, None));
                     }
                 }
             }
@@ -180,7 +242,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         // leads and settles only after its followers are done: it would wait forever.)
         let mut copies: Vec<(usize, usize)> = Vec::new();
         let mut claimed: Vec<(CacheKey, usize)> = Vec::new();
-        for (i, key, seen) in to_claim {
+        for (i, key, seen, previous) in to_claim {
             if let Some(&(_, first)) = claimed.iter().find(|(k, _)| *k == key) {
                 calls[i].namespace().counters().incr(Counter::Dedupes);
                 copies.push((i, first));
@@ -200,6 +262,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                         index: i,
                         key,
                         flight,
+                        previous,
                     });
                 }
             }
@@ -212,11 +275,13 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
             .collect();
         let mut asked: Vec<usize> = direct.clone();
         asked.extend(leads.iter().map(|lead| lead.index));
+        let started = Instant::now();
         let fetching = async {
             if asked.is_empty() {
-                Vec::new()
+                (Vec::new(), started.elapsed())
             } else {
-                fetch(asked.clone()).await
+                let answers = fetch(asked.clone()).await;
+                (answers, started.elapsed())
             }
         };
         let waiting = futures::future::join_all(follows.iter().map(|(i, flight)| async move {
@@ -225,7 +290,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                 self.wait(flight, calls[*i].namespace().counters()).await,
             )
         }));
-        let (answers, waited) = futures::future::join(fetching, waiting).await;
+        let ((answers, fetched_in), waited) = futures::future::join(fetching, waiting).await;
         let mut answers = answers.into_iter();
         for &i in &direct {
             results[i] = Some(match answers.next() {
@@ -244,9 +309,20 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                 None => Err(Arc::new(MissingAnswer) as FetchError),
             };
             let namespace = calls[lead.index].namespace();
+            let answer = Answer {
+                fetched,
+                fetched_in,
+            };
             results[lead.index] = Some(
                 inner
-                    .settle(namespace, lead.key, &lead.flight, guard, fetched)
+                    .settle(
+                        namespace,
+                        lead.key,
+                        &lead.flight,
+                        guard,
+                        answer,
+                        lead.previous.as_ref(),
+                    )
                     .await,
             );
         }
@@ -274,7 +350,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         to_read: &[(usize, CacheKey)],
         fetch: &F,
         results: &mut [Option<Result<V, CacheError>>],
-        to_claim: &mut Vec<(usize, CacheKey, Option<u64>)>,
+        to_claim: &mut Vec<ToClaim<V>>,
     ) where
         F: Fn(Vec<usize>) -> Fut + Clone + Send + Sync + 'static,
         Fut: Future<Output = Vec<Result<T, E>>> + Send + 'static,
@@ -305,9 +381,19 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         for (&(i, key), seen) in to_read.iter().zip(seen) {
             let namespace = calls[i].namespace();
             let counters = namespace.counters();
+            let strategies = !namespace.policy().strategies.is_empty();
+            let mut previous = None;
             if let Some(stored) = found.next().flatten() {
                 if now < stored.fresh_until {
                     counters.incr(Counter::Hits);
+                    if strategies {
+                        if let Some((runtime, flight)) =
+                            inner.refresh_early(namespace, key, &stored, now)
+                        {
+                            let one = one_of(fetch.clone(), i);
+                            spawn_refresh(&self.inner, &runtime, namespace, key, flight, one, None);
+                        }
+                    }
                     results[i] = Some(Ok(stored.value));
                     continue;
                 }
@@ -316,30 +402,25 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                         counters.incr(Counter::Stale);
                         if let Some(flight) = inner.inflight.claim_refresh(key) {
                             counters.incr(Counter::Refreshes);
-                            let task_inner = Arc::clone(&self.inner);
-                            let task_namespace = namespace.clone();
-                            let fetch = fetch.clone();
-                            runtime.spawn(async move {
-                                let one = || async move {
-                                    let answer = fetch(vec![i]).await.into_iter().next();
-                                    let answer: Result<T, Box<dyn StdError + Send + Sync>> =
-                                        match answer {
-                                            Some(Ok(value)) => Ok(value),
-                                            Some(Err(error)) => Err(error.into()),
-                                            None => Err(Box::new(MissingAnswer)),
-                                        };
-                                    answer
-                                };
-                                let _ = run_flight(&task_inner, &task_namespace, key, &flight, one)
-                                    .await;
-                            });
+                            let one = one_of(fetch.clone(), i);
+                            let previous = strategies.then(|| stored.clone());
+                            spawn_refresh(
+                                &self.inner,
+                                &runtime,
+                                namespace,
+                                key,
+                                flight,
+                                one,
+                                previous,
+                            );
                         }
                         results[i] = Some(Ok(stored.value));
                         continue;
                     }
                 }
+                previous = strategies.then_some(stored);
             }
-            to_claim.push((i, key, Some(seen)));
+            to_claim.push((i, key, Some(seen), previous));
         }
     }
 }

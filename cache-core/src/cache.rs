@@ -4,11 +4,17 @@
 //! 1. If a strategy bypasses the call, fetch directly (a skip).
 //! 2. Unless the namespace's policy can store nothing (`ttl = 0`,
 //!    `stale = 0`), read the storage. A fresh value is returned at once (a
-//!    hit). A stale one is returned at once too (a stale serve), and if no
-//!    fetch is in flight for the key, one background refresh starts.
+//!    hit); if a strategy asks for an early refresh and no fetch is in
+//!    flight for the key, one background refresh starts. A stale value is
+//!    returned at once too (a stale serve), and if no fetch is in flight
+//!    for the key, one background refresh starts.
 //! 3. Otherwise claim the key in the dedupe table: join the fetch in flight
 //!    (a dedupe) or lead a new one (a miss). The leader runs `fetch`,
-//!    maybe stores the value, then hands the result to every follower.
+//!    maybe stores the value, then hands the result to every follower. With
+//!    strategies, the followers get the value first, then the strategies'
+//!    `admit` and the store run (a slow hook cannot hold them up), and a
+//!    failed fetch goes to the strategies' `recover`, which may serve the
+//!    expired entry the leader found (step 2 keeps it for that).
 //!
 //! With `ttl = 0` step 2 is skipped: an uncontended call costs one insert
 //! and one remove in the dedupe table, and nothing is kept.
@@ -69,7 +75,11 @@ use crate::storage::{
     deadline_after, Entry, EvictionCause, MemoryStorage, MemoryStorageBuilder, Removals, Storage,
     Stored,
 };
-use crate::strategy::{Admission, Strategy, StrategyContext};
+use crate::strategy::{Admission, Lifetime, NamedStrategy, Recovery, Strategy};
+
+/// Marks a value served in place of a failed fetch, with how long it had
+/// been stale (see [`CacheBuilder::mark_served_stale`]).
+type StaleMarker<V> = Arc<dyn Fn(&V, Duration) -> V + Send + Sync>;
 
 /// An async, deduplicating cache of `V` values.
 ///
@@ -100,7 +110,7 @@ pub(crate) struct Inner<V> {
     reads: InFlight<SharedRead<V>>,
     pub(crate) registry: Arc<StatsRegistry>,
     defaults: Policy<V>,
-    pub(crate) strategies: Box<[Arc<dyn Strategy<V>>]>,
+    stale_marker: Option<StaleMarker<V>>,
     pub(crate) wait_timeout: Option<Duration>,
     detach: bool,
     /// Serialises stores against invalidations (see the module docs).
@@ -119,7 +129,7 @@ pub struct CacheBuilder<V> {
     storage: StorageChoice<V>,
     wait_timeout: Option<Duration>,
     detach: bool,
-    strategies: Vec<Arc<dyn Strategy<V>>>,
+    stale_marker: Option<StaleMarker<V>>,
 }
 
 impl<V: Clone + Send + Sync + 'static> CacheBuilder<V> {
@@ -148,7 +158,8 @@ impl<V: Clone + Send + Sync + 'static> CacheBuilder<V> {
         self
     }
 
-    /// The whole default policy at once.
+    /// The whole default policy at once (its strategies included: this
+    /// replaces any added with [`strategy`](Self::strategy) before).
     pub fn policy(mut self, policy: Policy<V>) -> Self {
         self.policy = policy;
         self
@@ -202,9 +213,29 @@ impl<V: Clone + Send + Sync + 'static> CacheBuilder<V> {
         self
     }
 
-    /// Adds a strategy (consulted in the order added).
+    /// Adds a strategy to the default policy (consulted in the order
+    /// added), counted under its type's name.
     pub fn strategy(mut self, strategy: impl Strategy<V>) -> Self {
-        self.strategies.push(Arc::new(strategy));
+        self.policy = self.policy.strategy(strategy);
+        self
+    }
+
+    /// Adds a named strategy to the default policy (consulted in the order
+    /// added); its decisions are counted under its name.
+    pub fn named_strategy(mut self, strategy: NamedStrategy<V>) -> Self {
+        self.policy = self.policy.named_strategy(strategy);
+        self
+    }
+
+    /// How a value served in place of a failed fetch
+    /// ([`Recovery::ServeStale`]) is marked, given how long it had been
+    /// stale: a caller that must say so to its own caller (an `extensions`
+    /// note, a `Warning` header) marks the value here. Unmarked by default.
+    pub fn mark_served_stale(
+        mut self,
+        mark: impl Fn(&V, Duration) -> V + Send + Sync + 'static,
+    ) -> Self {
+        self.stale_marker = Some(Arc::new(mark));
         self
     }
 
@@ -232,7 +263,7 @@ impl<V: Clone + Send + Sync + 'static> CacheBuilder<V> {
                 reads: InFlight::new(),
                 registry,
                 defaults: self.policy,
-                strategies: self.strategies.into_boxed_slice(),
+                stale_marker: self.stale_marker,
                 wait_timeout: self.wait_timeout,
                 detach: self.detach,
                 gate: RwLock::new(()),
@@ -255,7 +286,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
             storage: StorageChoice::Memory(MemoryStorage::builder()),
             wait_timeout: None,
             detach: false,
-            strategies: Vec::new(),
+            stale_marker: None,
         }
     }
 
@@ -265,7 +296,15 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         self.namespace_with(name, self.inner.defaults.clone())
     }
 
-    /// A handle for namespace `name` under its own policy.
+    /// The default policy (its strategies included), to derive a
+    /// namespace's own from: `cache.default_policy().ttl(...)`.
+    pub fn default_policy(&self) -> Policy<V> {
+        self.inner.defaults.clone()
+    }
+
+    /// A handle for namespace `name` under its own policy, exactly as given
+    /// (the default policy's strategies do not apply to it unless `policy`
+    /// lists them: start from [`default_policy`](Self::default_policy)).
     pub fn namespace_with(&self, name: &str, policy: Policy<V>) -> Namespace<V> {
         let (name, counters) = self.inner.registry.counters(name);
         Namespace::new(name, counters, policy)
@@ -292,18 +331,36 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
     {
         let inner = &*self.inner;
         let counters = namespace.counters();
-        if !inner.strategies.is_empty() && inner.bypassed(namespace, key) {
+        let strategies = !namespace.policy().strategies.is_empty();
+        if strategies && inner.bypassed(namespace, key, true) {
             counters.incr(Counter::Skips);
             return fetch_directly(namespace, fetch).await;
         }
         let reads_storage = namespace.policy().may_store();
         loop {
+            // An expired entry the store still keeps, for `recover`.
+            let mut previous = None;
             let seen = if reads_storage {
                 let (seen, found) = inner.read(key, namespace).await;
                 if let Some(stored) = found {
                     let now = Instant::now();
                     if now < stored.fresh_until {
                         counters.incr(Counter::Hits);
+                        if strategies {
+                            if let Some((runtime, flight)) =
+                                inner.refresh_early(namespace, key, &stored, now)
+                            {
+                                spawn_refresh(
+                                    &self.inner,
+                                    &runtime,
+                                    namespace,
+                                    key,
+                                    flight,
+                                    fetch,
+                                    None,
+                                );
+                            }
+                        }
                         return Ok(stored.value);
                     }
                     if now < stored.stale_until {
@@ -313,22 +370,21 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                             counters.incr(Counter::Stale);
                             if let Some(flight) = inner.inflight.claim_refresh(key) {
                                 counters.incr(Counter::Refreshes);
-                                let task_inner = Arc::clone(&self.inner);
-                                let task_namespace = namespace.clone();
-                                runtime.spawn(async move {
-                                    let _ = run_flight(
-                                        &task_inner,
-                                        &task_namespace,
-                                        key,
-                                        &flight,
-                                        fetch,
-                                    )
-                                    .await;
-                                });
+                                let previous = strategies.then(|| stored.clone());
+                                spawn_refresh(
+                                    &self.inner,
+                                    &runtime,
+                                    namespace,
+                                    key,
+                                    flight,
+                                    fetch,
+                                    previous,
+                                );
                             }
                             return Ok(stored.value);
                         }
                     }
+                    previous = strategies.then_some(stored);
                 }
                 Some(seen)
             } else {
@@ -346,7 +402,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                 }
                 Claim::Lead(flight) => {
                     counters.incr(Counter::Misses);
-                    return self.lead(namespace, key, flight, fetch).await;
+                    return self.lead(namespace, key, flight, fetch, previous).await;
                 }
             }
         }
@@ -507,6 +563,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         key: CacheKey,
         flight: Arc<Flight<V>>,
         fetch: F,
+        previous: Option<Stored<V>>,
     ) -> Result<V, CacheError>
     where
         F: FnOnce() -> Fut + Send + 'static,
@@ -521,8 +578,15 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                 let task_namespace = namespace.clone();
                 let task_flight = Arc::clone(&flight);
                 runtime.spawn(async move {
-                    let _ =
-                        run_flight(&task_inner, &task_namespace, key, &task_flight, fetch).await;
+                    let _ = run_flight(
+                        &task_inner,
+                        &task_namespace,
+                        key,
+                        &task_flight,
+                        fetch,
+                        previous,
+                    )
+                    .await;
                 });
                 return match self.wait(&flight, namespace.counters()).await {
                     Waited::Done(result) => result,
@@ -530,23 +594,116 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                 };
             }
         }
-        run_flight(&self.inner, namespace, key, &flight, fetch).await
+        run_flight(&self.inner, namespace, key, &flight, fetch, previous).await
     }
 }
 
+/// What the strategies made of a failed fetch.
+enum Recovered<V> {
+    /// The previous entry, marked: handed out, not stored.
+    Stale(V),
+    /// A value to store like a fetched one.
+    Store(Fetched<V>),
+}
+
 impl<V: Clone + Send + Sync + 'static> Inner<V> {
-    pub(crate) fn bypassed(&self, namespace: &Namespace<V>, key: CacheKey) -> bool {
-        let context = StrategyContext {
-            namespace: namespace.name(),
-            key,
-        };
-        self.strategies.iter().any(|s| s.bypass(&context))
+    /// Whether a strategy of the namespace bypasses this call; `count` says
+    /// whether to count the decision (a lookup that will be made again, as
+    /// `hit_now`'s, does not).
+    pub(crate) fn bypassed(&self, namespace: &Namespace<V>, key: CacheKey, count: bool) -> bool {
+        let now = Instant::now();
+        let counters = namespace.counters();
+        namespace.policy().strategies.iter().any(|s| {
+            s.call(
+                namespace.name(),
+                key,
+                now,
+                counters,
+                || false,
+                |hooks, context| {
+                    let yes = hooks.bypass(context);
+                    if yes && count {
+                        context.count("bypassed");
+                    }
+                    yes
+                },
+            )
+        })
     }
 
-    fn recover(&self, context: &StrategyContext<'_>, error: &FetchError) -> Option<Fetched<V>> {
-        self.strategies
-            .iter()
-            .find_map(|s| s.recover(context, error))
+    /// On a fresh hit of `stored`: whether a strategy wants it refreshed
+    /// now, and if so the refresh flight (none when a fetch of the key is
+    /// already in flight: at most one runs) and the runtime to run it on.
+    pub(crate) fn refresh_early(
+        &self,
+        namespace: &Namespace<V>,
+        key: CacheKey,
+        stored: &Stored<V>,
+        now: Instant,
+    ) -> Option<(Handle, Arc<Flight<V>>)> {
+        let counters = namespace.counters();
+        let wanted = namespace.policy().strategies.iter().find(|s| {
+            s.call(
+                namespace.name(),
+                key,
+                now,
+                counters,
+                || false,
+                |hooks, context| hooks.refresh_early(context, stored),
+            )
+        })?;
+        let runtime = Handle::try_current().ok()?;
+        match self.inflight.claim_refresh(key) {
+            Some(flight) => {
+                counters.decide(wanted.name(), "early_refresh");
+                counters.incr(Counter::Refreshes);
+                Some((runtime, flight))
+            }
+            None => {
+                counters.decide(wanted.name(), "early_refresh_in_flight");
+                None
+            }
+        }
+    }
+
+    /// What the namespace's strategies make of a failed fetch; `None` lets
+    /// the error through.
+    fn recover(
+        &self,
+        namespace: &Namespace<V>,
+        key: CacheKey,
+        error: &FetchError,
+        previous: Option<&Stored<V>>,
+    ) -> Option<Recovered<V>> {
+        let now = Instant::now();
+        let counters = namespace.counters();
+        for strategy in namespace.policy().strategies.iter() {
+            let answer = strategy.call(
+                namespace.name(),
+                key,
+                now,
+                counters,
+                || Recovery::Fail,
+                |hooks, context| hooks.recover(context, error, previous),
+            );
+            let recovered = match (answer, previous) {
+                (Recovery::Fail, _) | (Recovery::ServeStale, None) => continue,
+                (Recovery::ServeStale, Some(previous)) => {
+                    let value = match &self.stale_marker {
+                        Some(mark) => mark(
+                            &previous.value,
+                            now.saturating_duration_since(previous.fresh_until),
+                        ),
+                        None => previous.value.clone(),
+                    };
+                    Recovered::Stale(value)
+                }
+                (Recovery::Replace(fetched), _) => Recovered::Store(fetched),
+            };
+            counters.decide(strategy.name(), "recovered");
+            return Some(recovered);
+        }
+        None
     }
 
     /// Reads `key` from the storage, sharing the read with concurrent
@@ -615,68 +772,97 @@ impl<V: Clone + Send + Sync + 'static> Inner<V> {
         removals.total()
     }
 
+    /// The lifetime the policy gives `fetched`, then each strategy's `admit`
+    /// in turn; `None` when it is not to be stored.
+    fn lifetime(
+        &self,
+        namespace: &Namespace<V>,
+        key: CacheKey,
+        fetched: &Fetched<V>,
+    ) -> Option<Lifetime> {
+        let policy = namespace.policy();
+        let ttl = fetched
+            .ttl
+            .unwrap_or_else(|| policy.ttl.resolve(&fetched.value));
+        let stale = fetched
+            .stale
+            .unwrap_or_else(|| policy.stale.resolve(&fetched.value));
+        let mut lifetime = Lifetime::new(ttl, stale);
+        let zero = |l: &Lifetime| l.ttl.is_zero() && l.stale.is_zero();
+        // A fetch that said "keep nothing" is not second-guessed.
+        if zero(&lifetime) && (policy.strategies.is_empty() || fetched.ttl.is_some()) {
+            return None;
+        }
+        let now = Instant::now();
+        let counters = namespace.counters();
+        for strategy in policy.strategies.iter() {
+            let before = lifetime;
+            let admission = strategy.call(
+                namespace.name(),
+                key,
+                now,
+                counters,
+                || Admission::Store,
+                |hooks, context| {
+                    let mut proposed = lifetime;
+                    let admission = hooks.admit(context, fetched, &mut proposed);
+                    lifetime = proposed;
+                    admission
+                },
+            );
+            let decision = match admission {
+                Admission::Refuse => "refused",
+                Admission::Store if lifetime == before => "admitted",
+                Admission::Store => "adjusted",
+            };
+            counters.decide(strategy.name(), decision);
+            if admission == Admission::Refuse {
+                return None;
+            }
+        }
+        if zero(&lifetime) {
+            return None;
+        }
+        lifetime.retain = lifetime
+            .retain
+            .max(lifetime.ttl.saturating_add(lifetime.stale));
+        Some(lifetime)
+    }
+
     /// Stores `fetched` if the policy, the strategies and the race check
     /// allow it. Returns whether it stored.
     async fn store(
         &self,
         namespace: &Namespace<V>,
-        context: &StrategyContext<'_>,
+        key: CacheKey,
         flight: &Flight<V>,
         fetched: &Fetched<V>,
+        fetched_in: Duration,
     ) -> bool {
-        let policy = namespace.policy();
-        if !policy.may_store() {
+        if !namespace.policy().may_store() {
             return false;
         }
-        let mut ttl = fetched
-            .ttl
-            .unwrap_or_else(|| policy.ttl.resolve(&fetched.value));
-        let mut stale = fetched
-            .stale
-            .unwrap_or_else(|| policy.stale.resolve(&fetched.value));
-        if ttl.is_zero() && stale.is_zero() {
+        let Some(lifetime) = self.lifetime(namespace, key, fetched) else {
             return false;
-        }
-        for strategy in self.strategies.iter() {
-            match strategy.admit(context, fetched, ttl, stale) {
-                Admission::Store => {}
-                Admission::StoreFor {
-                    ttl: new_ttl,
-                    stale: new_stale,
-                } => {
-                    if new_ttl.is_zero() && new_stale.is_zero() {
-                        return false;
-                    }
-                    ttl = new_ttl;
-                    stale = new_stale;
-                }
-                Admission::Refuse => return false,
-            }
-        }
+        };
         let references: Arc<[Reference]> = Arc::from(fetched.references.as_slice());
         let _gate = self.gate.read().await;
-        if self
-            .inflight
-            .forbids_store(flight, context.key, &references)
-        {
-            tracing::debug!(key = %context.key, "not storing a value fetched before an invalidation");
+        if self.inflight.forbids_store(flight, key, &references) {
+            tracing::debug!(%key, "not storing a value fetched before an invalidation");
             return false;
         }
         let now = Instant::now();
-        let fresh_until = deadline_after(now, ttl);
-        let stale_until = deadline_after(fresh_until, stale);
+        let fresh_until = deadline_after(now, lifetime.ttl);
+        let stale_until = deadline_after(fresh_until, lifetime.stale);
         let entry = Entry {
             value: fetched.value.clone(),
             fresh_until,
             stale_until,
+            fetched_in,
             references,
             namespace: Arc::clone(namespace.shared_name()),
         };
-        match self
-            .storage
-            .set(context.key, entry, ttl.saturating_add(stale))
-            .await
-        {
+        match self.storage.set(key, entry, lifetime.retain).await {
             Ok(()) => true,
             Err(error) => {
                 namespace.counters().incr(Counter::StorageErrors);
@@ -688,12 +874,14 @@ impl<V: Clone + Send + Sync + 'static> Inner<V> {
 }
 
 /// Runs one flight's fetch as its leader: fetch, maybe store, publish.
+/// `previous` is the expired entry the leader found, for `recover`.
 pub(crate) async fn run_flight<V, F, Fut, T, E>(
     inner: &Inner<V>,
     namespace: &Namespace<V>,
     key: CacheKey,
     flight: &Arc<Flight<V>>,
     fetch: F,
+    previous: Option<Stored<V>>,
 ) -> Result<V, CacheError>
 where
     V: Clone + Send + Sync + 'static,
@@ -703,35 +891,80 @@ where
     E: Into<Box<dyn StdError + Send + Sync>>,
 {
     let guard = LeaderGuard::new(&inner.inflight, key, flight);
+    let started = Instant::now();
     let fetched = fetch()
         .await
         .map(Into::into)
         .map_err(|error| -> FetchError { Arc::from(error.into()) });
-    inner.settle(namespace, key, flight, guard, fetched).await
+    let answer = Answer {
+        fetched,
+        fetched_in: started.elapsed(),
+    };
+    inner
+        .settle(namespace, key, flight, guard, answer, previous.as_ref())
+        .await
+}
+
+/// Starts a background refresh of `key` on `runtime`: `flight` was claimed
+/// for it, `fetch` fetches the key alone.
+pub(crate) fn spawn_refresh<V, F, Fut, T, E>(
+    inner: &Arc<Inner<V>>,
+    runtime: &Handle,
+    namespace: &Namespace<V>,
+    key: CacheKey,
+    flight: Arc<Flight<V>>,
+    fetch: F,
+    previous: Option<Stored<V>>,
+) where
+    V: Clone + Send + Sync + 'static,
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = Result<T, E>> + Send + 'static,
+    T: Into<Fetched<V>> + Send + 'static,
+    E: Into<Box<dyn StdError + Send + Sync>> + Send + 'static,
+{
+    let inner = Arc::clone(inner);
+    let namespace = namespace.clone();
+    runtime.spawn(async move {
+        let _ = run_flight(&inner, &namespace, key, &flight, fetch, previous).await;
+    });
+}
+
+/// A leader's fetch, answered: the value or the error, and how long it took.
+pub(crate) struct Answer<V> {
+    pub(crate) fetched: Result<Fetched<V>, FetchError>,
+    pub(crate) fetched_in: Duration,
 }
 
 impl<V: Clone + Send + Sync + 'static> Inner<V> {
     /// A leader's last step, once its fetch answered: a failure goes to the
     /// strategies' `recover` and else to every waiter; a value is stored if
-    /// allowed, then handed to every waiter.
+    /// allowed and handed to every waiter (before the store when the
+    /// namespace has strategies, so a slow `admit` holds up nobody).
     pub(crate) async fn settle(
         &self,
         namespace: &Namespace<V>,
         key: CacheKey,
         flight: &Arc<Flight<V>>,
-        guard: LeaderGuard<'_, V>,
-        fetched: Result<Fetched<V>, FetchError>,
+        mut guard: LeaderGuard<'_, V>,
+        answer: Answer<V>,
+        previous: Option<&Stored<V>>,
     ) -> Result<V, CacheError> {
-        let context = StrategyContext {
-            namespace: namespace.name(),
-            key,
-        };
-        let fetched = match fetched {
+        let strategies = !namespace.policy().strategies.is_empty();
+        let fetched = match answer.fetched {
             Ok(fetched) => fetched,
             Err(error) => {
                 namespace.counters().incr(Counter::Errors);
-                match self.recover(&context, &error) {
-                    Some(recovered) => recovered,
+                let recovered = if strategies {
+                    self.recover(namespace, key, &error, previous)
+                } else {
+                    None
+                };
+                match recovered {
+                    Some(Recovered::Store(fetched)) => fetched,
+                    Some(Recovered::Stale(value)) => {
+                        guard.finish(Ok(&value), false);
+                        return Ok(value);
+                    }
                     None => {
                         guard.finish(Err(&error), false);
                         return Err(CacheError::Fetch(error));
@@ -739,7 +972,16 @@ impl<V: Clone + Send + Sync + 'static> Inner<V> {
                 }
             }
         };
-        let stored = self.store(namespace, &context, flight, &fetched).await;
+        if strategies {
+            guard.publish(&fetched.value);
+            // Let the woken followers run before `admit` does: a hook that
+            // blocks this thread would otherwise strand the one tokio keeps
+            // in this worker's unstealable LIFO slot.
+            tokio::task::yield_now().await;
+        }
+        let stored = self
+            .store(namespace, key, flight, &fetched, answer.fetched_in)
+            .await;
         guard.finish(Ok(&fetched.value), stored);
         Ok(fetched.value)
     }

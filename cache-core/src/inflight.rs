@@ -261,6 +261,8 @@ pub(crate) struct LeaderGuard<'a, V: Clone> {
     key: CacheKey,
     flight: &'a Arc<Flight<V>>,
     finished: bool,
+    /// The value was handed to the waiters before the flight retired.
+    published: bool,
 }
 
 impl<'a, V: Clone> LeaderGuard<'a, V> {
@@ -270,16 +272,26 @@ impl<'a, V: Clone> LeaderGuard<'a, V> {
             key,
             flight,
             finished: false,
+            published: false,
         }
     }
 
-    /// Retires the flight and hands `result` to its waiters. The value is
-    /// cloned only if someone is waiting.
+    /// Hands `value` to the waiters now, while the flight stays in the table
+    /// (callers that join it from here on get the value at once). For a
+    /// leader with work left before it retires (strategies' `admit`, the
+    /// store), so that its followers do not wait on that work.
+    pub(crate) fn publish(&mut self, value: &V) {
+        self.flight.publish(Outcome::Done(Ok(value.clone())));
+        self.published = true;
+    }
+
+    /// Retires the flight and hands `result` to its waiters (unless it was
+    /// published before). The value is cloned only if someone is waiting.
     pub(crate) fn finish(mut self, result: Result<&V, &FetchError>, stored: bool) {
         self.finished = true;
         // After `retire` nobody can join, so `has_waiters` is final.
         self.table.retire(self.key, self.flight, stored);
-        if self.flight.has_waiters() {
+        if !self.published && self.flight.has_waiters() {
             let owned = match result {
                 Ok(value) => Ok(value.clone()),
                 Err(error) => Err(Arc::clone(error)),

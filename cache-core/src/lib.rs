@@ -98,10 +98,14 @@
 //! # Extending it with a strategy
 //!
 //! A [`Strategy`] hooks into a call: [`Strategy::bypass`] before the
-//! lookup, [`Strategy::admit`] before a value is stored,
-//! [`Strategy::recover`] after a fetch failed. Add strategies with
-//! [`CacheBuilder::strategy`]. The crate ships one,
-//! [`SecondHitAdmission`], which stores a key only on its second miss.
+//! lookup, [`Strategy::refresh_early`] on a fresh hit,
+//! [`Strategy::admit`] before a value is stored, [`Strategy::recover`]
+//! after a fetch failed (see [`strategy`] for when each runs and what it may
+//! cost). A namespace's strategies are part of its [`Policy`]; add one to
+//! the default policy with [`CacheBuilder::strategy`]. The crate ships
+//! `second-hit`, `early-refresh`, `stale-if-error` and `origin-ttl` in
+//! [`strategies`], with a registry that builds them by name
+//! ([`strategies::parse_and_build`]).
 //!
 //! A worked example: **negative caching**. "Not found" is an error from the
 //! fetch, so by default it is never stored and every lookup of a missing
@@ -113,7 +117,10 @@
 //! use std::sync::atomic::{AtomicUsize, Ordering};
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use cache_core::{Admission, Cache, FetchError, Fetched, KeyParts, Strategy, StrategyContext};
+//! use cache_core::{
+//!     Admission, Cache, FetchError, Fetched, KeyParts, Lifetime, Recovery, Stored, Strategy,
+//!     StrategyContext,
+//! };
 //!
 //! #[derive(Debug)]
 //! struct NotFound;
@@ -130,22 +137,30 @@
 //! }
 //!
 //! impl<T: Send + Sync + 'static> Strategy<Option<T>> for NegativeCaching {
-//!     fn recover(&self, _: &StrategyContext<'_>, error: &FetchError) -> Option<Fetched<Option<T>>> {
+//!     fn recover(
+//!         &self,
+//!         _: &StrategyContext<'_>,
+//!         error: &FetchError,
+//!         _previous: Option<&Stored<Option<T>>>,
+//!     ) -> Recovery<Option<T>> {
 //!         // Only "not found" becomes a value; other errors go through.
-//!         error.downcast_ref::<NotFound>().map(|_| Fetched::new(None))
+//!         match error.downcast_ref::<NotFound>() {
+//!             Some(_) => Recovery::Replace(Fetched::new(None)),
+//!             None => Recovery::Fail,
+//!         }
 //!     }
 //!
 //!     fn admit(
 //!         &self,
 //!         _: &StrategyContext<'_>,
 //!         fetched: &Fetched<Option<T>>,
-//!         ttl: Duration,
-//!         _stale: Duration,
+//!         lifetime: &mut Lifetime,
 //!     ) -> Admission {
-//!         match fetched.value() {
-//!             None => Admission::StoreFor { ttl: ttl.min(self.ttl), stale: Duration::ZERO },
-//!             Some(_) => Admission::Store,
+//!         if fetched.value().is_none() {
+//!             lifetime.ttl = lifetime.ttl.min(self.ttl);
+//!             lifetime.stale = Duration::ZERO;
 //!         }
+//!         Admission::Store
 //!     }
 //! }
 //!
@@ -171,8 +186,17 @@
 //! }
 //! // The back end was asked once; the next two calls were hits.
 //! assert_eq!(lookups.load(Ordering::SeqCst), 1);
+//! // Each decision is counted, per namespace and strategy.
+//! let stats = cache.stats();
+//! let ns = stats.namespace("Query.user").unwrap();
+//! assert_eq!(ns.decision("NegativeCaching", "recovered"), 1);
+//! assert_eq!(ns.decision("NegativeCaching", "adjusted"), 1);
 //! # }
 //! ```
+//!
+//! The guide in `docs/strategies.md` walks through writing a strategy for
+//! the registry, so that the gateway's `--strategy` and its experiments can
+//! name it.
 //!
 //! # Module map
 //!
@@ -186,11 +210,17 @@
 //!   store's, and the gateway's per subgraph).
 //! - [`references`]: references, patterns, the reference index.
 //! - [`stats`]: counters per namespace and the periodic report.
-//! - [`strategy`]: the extension point.
+//! - [`strategy`]: the extension point: the hooks and what the cache
+//!   guarantees around them.
+//! - [`strategies`]: the shipped strategies, one file each, and the registry
+//!   that builds them by name.
+//! - [`cache_control`]: an origin's `Cache-Control` directives, for
+//!   strategies to read.
 
 mod batch;
 pub mod breaker;
 mod cache;
+pub mod cache_control;
 pub mod error;
 mod inflight;
 pub mod key;
@@ -199,14 +229,18 @@ pub mod policy;
 pub mod references;
 pub mod stats;
 pub mod storage;
+pub mod strategies;
 pub mod strategy;
 
 pub use batch::BatchCall;
 pub use cache::{Cache, CacheBuilder};
+pub use cache_control::CacheDirectives;
 pub use error::{CacheError, FetchError, StorageError};
 pub use key::{CacheKey, CanonicalKey, KeyBuilder, KeyFunction, KeyHasher, KeyPart, KeyParts};
 pub use namespace::Namespace;
 pub use policy::{Fetched, Policy, Ttl};
 pub use references::{IntoPatterns, Reference, ReferencePattern};
-pub use stats::{Counter, NamespaceStats, ReportError, ReportTask, StatsSnapshot};
-pub use strategy::{Admission, SecondHitAdmission, Strategy, StrategyContext};
+pub use stats::{Counter, DecisionCount, NamespaceStats, ReportError, ReportTask, StatsSnapshot};
+pub use storage::Stored;
+pub use strategies::{EarlyRefresh, OriginTtl, SecondHitAdmission, StaleIfError, StrategySpec};
+pub use strategy::{Admission, Lifetime, NamedStrategy, Recovery, Strategy, StrategyContext};

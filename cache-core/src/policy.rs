@@ -1,12 +1,15 @@
 //! How long values live: [`Ttl`], [`Policy`] and [`Fetched`].
 //!
 //! A [`Policy`] holds a namespace's `ttl` and `stale` durations, each fixed
-//! or computed from the fetched value (as async-cache-dedupe allows), plus an
-//! optional [`KeyFunction`]. The cache has a default policy; a namespace can
-//! carry its own (see [`Cache::namespace_with`](crate::Cache::namespace_with)).
+//! or computed from the fetched value (as async-cache-dedupe allows), an
+//! optional [`KeyFunction`], and the namespace's [`Strategy`] list. The
+//! cache has a default policy; a namespace can carry its own (see
+//! [`Cache::namespace_with`](crate::Cache::namespace_with)).
 //!
-//! A fetch returns a [`Fetched`]: the value, the references it carries and,
-//! if the fetch knows better than the policy, its own ttl and stale.
+//! A fetch returns a [`Fetched`]: the value, the references it carries, if
+//! the fetch knows better than the policy its own ttl and stale, and what
+//! the origin said about the value (its `Cache-Control` directives, whether
+//! the key names one caller) for strategies to read.
 //!
 //! For one stored value the durations are resolved in this order: the
 //! [`Fetched`] override, else the policy (fixed or computed), then each
@@ -16,8 +19,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::cache_control::CacheDirectives;
 use crate::key::KeyFunction;
 use crate::references::Reference;
+use crate::strategy::{NamedStrategy, Strategy};
 
 /// A duration that is fixed or computed from the value.
 pub enum Ttl<V> {
@@ -78,20 +83,48 @@ impl<V> fmt::Debug for Ttl<V> {
 ///   while one background refresh runs.
 /// - `key_function`: replaces the canonical key derivation for
 ///   [`Namespace::key`](crate::Namespace::key).
+/// - `strategies`: the hooks every call in the namespace goes through, in
+///   order (see [`crate::strategy`]).
 pub struct Policy<V> {
     pub(crate) ttl: Ttl<V>,
     pub(crate) stale: Ttl<V>,
     pub(crate) key_function: Option<Arc<dyn KeyFunction>>,
+    pub(crate) strategies: Arc<[NamedStrategy<V>]>,
 }
 
 impl<V> Policy<V> {
-    /// `ttl = 0`, `stale = 0`: deduplicate only.
+    /// `ttl = 0`, `stale = 0`, no strategy: deduplicate only.
     pub fn new() -> Self {
         Self {
             ttl: Ttl::Fixed(Duration::ZERO),
             stale: Ttl::Fixed(Duration::ZERO),
             key_function: None,
+            strategies: Arc::new([]),
         }
+    }
+
+    /// Adds `strategy` after the ones already there, named after its type.
+    pub fn strategy(self, strategy: impl Strategy<V>) -> Self {
+        self.named_strategy(NamedStrategy::unnamed(strategy))
+    }
+
+    /// Adds a named strategy after the ones already there.
+    pub fn named_strategy(mut self, strategy: NamedStrategy<V>) -> Self {
+        let mut list = self.strategies.to_vec();
+        list.push(strategy);
+        self.strategies = list.into();
+        self
+    }
+
+    /// Replaces the strategy list.
+    pub fn strategies(mut self, strategies: impl IntoIterator<Item = NamedStrategy<V>>) -> Self {
+        self.strategies = strategies.into_iter().collect();
+        self
+    }
+
+    /// The strategies, in the order they run.
+    pub fn get_strategies(&self) -> &[NamedStrategy<V>] {
+        &self.strategies
     }
 
     /// A fixed ttl.
@@ -155,6 +188,7 @@ impl<V> Clone for Policy<V> {
             ttl: self.ttl.clone(),
             stale: self.stale.clone(),
             key_function: self.key_function.clone(),
+            strategies: Arc::clone(&self.strategies),
         }
     }
 }
@@ -165,12 +199,13 @@ impl<V> fmt::Debug for Policy<V> {
             .field("ttl", &self.ttl)
             .field("stale", &self.stale)
             .field("custom_key", &self.key_function.is_some())
+            .field("strategies", &self.strategies)
             .finish()
     }
 }
 
-/// What a fetch returns: the value, its references and optional overrides
-/// of the policy's durations.
+/// What a fetch returns: the value, its references, optional overrides of
+/// the policy's durations, and what the origin said about the value.
 ///
 /// ```
 /// # use cache_core::Fetched;
@@ -186,6 +221,8 @@ pub struct Fetched<V> {
     pub(crate) references: Vec<Reference>,
     pub(crate) ttl: Option<Duration>,
     pub(crate) stale: Option<Duration>,
+    pub(crate) cache_control: Option<CacheDirectives>,
+    pub(crate) keyed_by_caller: bool,
 }
 
 impl<V> Fetched<V> {
@@ -196,7 +233,34 @@ impl<V> Fetched<V> {
             references: Vec::new(),
             ttl: None,
             stale: None,
+            cache_control: None,
+            keyed_by_caller: false,
         }
+    }
+
+    /// The `Cache-Control` directives the origin sent with the value (read
+    /// by strategies such as `origin-ttl`; the cache itself ignores them).
+    pub fn cache_control(mut self, directives: Option<CacheDirectives>) -> Self {
+        self.cache_control = directives;
+        self
+    }
+
+    /// Says that the call's key names one caller (it includes the caller's
+    /// credentials), so a value the origin marked `private` may be kept
+    /// under it without reaching another user.
+    pub fn keyed_by_caller(mut self, yes: bool) -> Self {
+        self.keyed_by_caller = yes;
+        self
+    }
+
+    /// The origin's `Cache-Control` directives, if the fetch passed them.
+    pub fn get_cache_control(&self) -> Option<&CacheDirectives> {
+        self.cache_control.as_ref()
+    }
+
+    /// Whether the call's key names one caller.
+    pub fn is_keyed_by_caller(&self) -> bool {
+        self.keyed_by_caller
     }
 
     /// Adds references (e.g. `["User:u1"]`).

@@ -39,7 +39,8 @@ pub enum Counter {
     Expirations,
     /// Entries dropped by `invalidate`, `delete` or `clear`.
     Invalidations,
-    /// Background refreshes started for stale values.
+    /// Background refreshes started: for stale values, and early refreshes
+    /// a strategy asked for on a fresh hit.
     Refreshes,
     /// Callers that gave up waiting for an in-flight fetch.
     Timeouts,
@@ -94,7 +95,9 @@ impl Counter {
             Counter::Evictions => "Entries dropped by the size bound.",
             Counter::Expirations => "Entries dropped at the end of their ttl and stale window.",
             Counter::Invalidations => "Entries dropped by invalidate, delete or clear.",
-            Counter::Refreshes => "Background refreshes started for stale values.",
+            Counter::Refreshes => {
+                "Background refreshes started: for stale values, and early refreshes of fresh ones."
+            }
             Counter::Timeouts => "Callers that gave up waiting for an in-flight fetch.",
             Counter::StorageErrors => "Storage reads or writes that failed.",
         }
@@ -105,9 +108,60 @@ impl Counter {
 #[derive(Default)]
 pub(crate) struct Counters {
     values: [AtomicU64; Counter::ALL.len()],
+    /// Strategies' decisions, by (strategy, label). Few, and only written
+    /// under the lock when a pair is new.
+    decisions: RwLock<Vec<Decision>>,
+}
+
+struct Decision {
+    strategy: Arc<str>,
+    label: &'static str,
+    count: AtomicU64,
 }
 
 impl Counters {
+    /// Counts one decision `label` of `strategy`.
+    pub(crate) fn decide(&self, strategy: &str, label: &'static str) {
+        let find = |list: &[Decision]| {
+            list.iter()
+                .position(|d| d.label == label && &*d.strategy == strategy)
+        };
+        {
+            let list = self.decisions.read();
+            if let Some(i) = find(&list) {
+                list[i].count.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
+        let mut list = self.decisions.write();
+        match find(&list) {
+            Some(i) => list[i].count.fetch_add(1, Ordering::Relaxed),
+            None => {
+                list.push(Decision {
+                    strategy: Arc::from(strategy),
+                    label,
+                    count: AtomicU64::new(1),
+                });
+                0
+            }
+        };
+    }
+
+    fn decisions(&self) -> Vec<DecisionCount> {
+        let mut out: Vec<DecisionCount> = self
+            .decisions
+            .read()
+            .iter()
+            .map(|d| DecisionCount {
+                strategy: d.strategy.to_string(),
+                decision: d.label.to_string(),
+                count: d.count.load(Ordering::Relaxed),
+            })
+            .collect();
+        out.sort_by(|a, b| (&a.strategy, &a.decision).cmp(&(&b.strategy, &b.decision)));
+        out
+    }
+
     #[inline]
     pub(crate) fn add(&self, counter: Counter, n: u64) {
         self.values[counter as usize].fetch_add(n, Ordering::Relaxed);
@@ -166,6 +220,7 @@ impl StatsRegistry {
                 for counter in Counter::ALL {
                     stats.set(counter, counters.read(counter));
                 }
+                stats.decisions = counters.decisions();
                 stats
             })
             .collect();
@@ -203,6 +258,26 @@ pub struct NamespaceStats {
     pub timeouts: u64,
     /// See [`Counter::StorageErrors`].
     pub storage_errors: u64,
+    /// The strategies' decisions in this namespace, sorted by strategy and
+    /// decision (see [`crate::strategy`]).
+    pub decisions: Vec<DecisionCount>,
+}
+
+/// How many times one strategy decided one thing in one namespace.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DecisionCount {
+    /// The strategy's name (`second-hit`).
+    pub strategy: String,
+    /// The decision (`refused`, `early_refresh`, `no_store`, ...).
+    pub decision: String,
+    /// How many times.
+    pub count: u64,
+}
+
+impl DecisionCount {
+    fn same(&self, other: &DecisionCount) -> bool {
+        self.strategy == other.strategy && self.decision == other.decision
+    }
 }
 
 impl NamespaceStats {
@@ -237,6 +312,22 @@ impl NamespaceStats {
         for counter in Counter::ALL {
             self.set(counter, self.get(counter) + other.get(counter));
         }
+        for theirs in &other.decisions {
+            match self.decisions.iter_mut().find(|d| d.same(theirs)) {
+                Some(mine) => mine.count += theirs.count,
+                None => self.decisions.push(theirs.clone()),
+            }
+        }
+        self.decisions
+            .sort_by(|a, b| (&a.strategy, &a.decision).cmp(&(&b.strategy, &b.decision)));
+    }
+
+    /// How many times `strategy` decided `decision` here (0 if never).
+    pub fn decision(&self, strategy: &str, decision: &str) -> u64 {
+        self.decisions
+            .iter()
+            .find(|d| d.strategy == strategy && d.decision == decision)
+            .map_or(0, |d| d.count)
     }
 
     fn set(&mut self, counter: Counter, value: u64) {
@@ -297,11 +388,26 @@ impl StatsSnapshot {
     pub fn total(&self) -> NamespaceStats {
         let mut total = NamespaceStats::named("*");
         for stats in &self.namespaces {
-            for counter in Counter::ALL {
-                total.set(counter, total.get(counter) + stats.get(counter));
-            }
+            total.merge(stats);
         }
         total
+    }
+
+    /// Adds `other`'s namespaces to these, summing the counters of a
+    /// namespace both have: for a caller that reports several caches as one.
+    pub fn merge(&mut self, other: &StatsSnapshot) {
+        for theirs in &other.namespaces {
+            match self
+                .namespaces
+                .iter_mut()
+                .find(|n| n.namespace == theirs.namespace)
+            {
+                Some(mine) => mine.merge(theirs),
+                None => self.namespaces.push(theirs.clone()),
+            }
+        }
+        self.namespaces
+            .sort_by(|a, b| a.namespace.cmp(&b.namespace));
     }
 
     /// What happened between `earlier` and this snapshot.
@@ -316,6 +422,16 @@ impl StatsSnapshot {
                     let base = before.map_or(0, |b| b.get(counter));
                     delta.set(counter, now.get(counter).saturating_sub(base));
                 }
+                delta.decisions = now
+                    .decisions
+                    .iter()
+                    .map(|d| DecisionCount {
+                        count: d.count.saturating_sub(
+                            before.map_or(0, |b| b.decision(&d.strategy, &d.decision)),
+                        ),
+                        ..d.clone()
+                    })
+                    .collect();
                 delta
             })
             .collect();
@@ -371,7 +487,9 @@ impl StatsSnapshot {
     }
 
     /// Prometheus text exposition: one counter family per [`Counter`],
-    /// named `{prefix}_{counter}_total`, labelled by `namespace`.
+    /// named `{prefix}_{counter}_total`, labelled by `namespace`; and, when
+    /// a strategy decided anything, `{prefix}_strategy_decisions_total`
+    /// labelled by `namespace`, `strategy` and `decision`.
     pub fn to_prometheus(&self, prefix: &str) -> String {
         let mut out = String::new();
         for counter in Counter::ALL {
@@ -385,6 +503,26 @@ impl StatsSnapshot {
                     escape_label(&stats.namespace),
                     stats.get(counter)
                 );
+            }
+        }
+        if self.namespaces.iter().any(|n| !n.decisions.is_empty()) {
+            let metric = format!("{prefix}_strategy_decisions_total");
+            let _ = writeln!(
+                out,
+                "# HELP {metric} Decisions of each cache strategy, per namespace."
+            );
+            let _ = writeln!(out, "# TYPE {metric} counter");
+            for stats in &self.namespaces {
+                for d in &stats.decisions {
+                    let _ = writeln!(
+                        out,
+                        "{metric}{{namespace=\"{}\",strategy=\"{}\",decision=\"{}\"}} {}",
+                        escape_label(&stats.namespace),
+                        escape_label(&d.strategy),
+                        escape_label(&d.decision),
+                        d.count
+                    );
+                }
             }
         }
         out

@@ -77,6 +77,8 @@ fn bench(c: &mut Criterion) {
         report_interval: None,
         policies: Default::default(),
         invalidation: true,
+        strategies: Vec::new(),
+        eviction: Default::default(),
     })
     .unwrap();
     let sg = supergraph();

@@ -3,8 +3,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use cache_core::storage::Eviction;
 use clap::{Args, Parser, Subcommand};
-use gateway::caching::{RedisSettings, StorageKind};
+use gateway::caching::{build_strategies, RedisSettings, StorageKind};
 use gateway::connections::ServeOptions;
 use gateway::load::LoadLimits;
 use gateway::request::RequestLimits;
@@ -124,6 +125,16 @@ struct Cli {
     /// Log a hits/misses/dedupes table every this many seconds.
     #[arg(long, value_name = "SECONDS")]
     cache_report_interval: Option<f64>,
+    /// A cache strategy for every cached field, as NAME[:PARAM=VALUE,...] (e.g.
+    /// early-refresh:beta=2); repeat for several, which run in the order given. A
+    /// policy's `strategies` replaces the list for its field. `gateway strategies`
+    /// lists them with their parameters.
+    #[arg(long = "strategy", value_name = "NAME[:PARAM=VALUE,...]")]
+    strategies: Vec<String>,
+    /// Which entry the memory store evicts when it is full: lru, or tinylfu (moka's
+    /// default: LRU behind a frequency filter). A setting of the store, not a strategy.
+    #[arg(long, value_name = "lru|tinylfu", value_parser = Eviction::parse)]
+    cache_eviction: Option<Eviction>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -131,6 +142,9 @@ enum Command {
     /// Garbage-collect the cache's Redis reference sets (members whose entry expired)
     /// and report what was scanned and removed.
     RedisGc(RedisGcArgs),
+    /// Print the cache strategies --strategy takes (name, parameters with their
+    /// defaults, what each does) and the memory store's settings.
+    Strategies,
 }
 
 #[derive(Args, Debug)]
@@ -239,6 +253,7 @@ impl Cli {
                 }
                 None => None,
             };
+            let strategies = build_strategies(&self.strategies, "--strategy")?;
             let report_interval = match self.cache_report_interval {
                 Some(v) if v > 0.0 => Some(seconds("--cache-report-interval", v)?),
                 Some(_) => return Err("--cache-report-interval must be positive".into()),
@@ -253,11 +268,19 @@ impl Cli {
                 report_interval,
                 policies,
                 invalidation: self.invalidation,
+                strategies,
+                eviction: self.cache_eviction.unwrap_or_default(),
             })
         } else {
             if self.storage.needs_redis() || self.redis.is_some() {
                 return Err(
                     "--storage and --redis configure the cache: give --ttl or --policy too".into(),
+                );
+            }
+            if !self.strategies.is_empty() || self.cache_eviction.is_some() {
+                return Err(
+                    "--strategy and --cache-eviction configure the cache: give --ttl or --policy too"
+                        .into(),
                 );
             }
             None
@@ -317,8 +340,13 @@ async fn main() {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    if let Some(Command::RedisGc(args)) = &cli.command {
-        std::process::exit(redis_gc(args).await);
+    match &cli.command {
+        Some(Command::RedisGc(args)) => std::process::exit(redis_gc(args).await),
+        Some(Command::Strategies) => {
+            print!("{}", cache_core::strategies::catalogue());
+            return;
+        }
+        None => {}
     }
     let config = match cli.config() {
         Ok(c) => c,

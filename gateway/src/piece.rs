@@ -6,10 +6,17 @@
 //! part of it (an entity out of a batch, so a cached entity does not keep the whole
 //! batch alive). Its errors' paths are relative to the value: an empty path means
 //! the value itself failed.
+//!
+//! A piece also carries what the subgraph said about its freshness (its answer's
+//! `Cache-Control`, read by the `origin-ttl` strategy), and, when the cache served it
+//! in place of a failed fetch (`stale-if-error`), how long it had been stale: the
+//! response says so in its `extensions`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
+use cache_core::CacheDirectives;
 
 use crate::json::{JsonError, Tape, Value};
 use crate::upstream::UpstreamError;
@@ -20,6 +27,10 @@ pub struct Piece {
     /// The value's index in the tape; `None` for null or absent.
     node: Option<u32>,
     pub errors: Arc<[UpstreamError]>,
+    /// The `Cache-Control` directives of the subgraph answer it came in.
+    pub cache_control: Option<CacheDirectives>,
+    /// Served in place of a failed fetch, this long after it stopped being fresh.
+    pub served_stale: Option<Duration>,
 }
 
 impl Piece {
@@ -29,6 +40,23 @@ impl Piece {
             tape,
             node,
             errors: errors.into(),
+            cache_control: None,
+            served_stale: None,
+        }
+    }
+
+    /// The same piece, with the directives of the answer it came in.
+    pub fn with_cache_control(mut self, directives: Option<CacheDirectives>) -> Piece {
+        self.cache_control = directives;
+        self
+    }
+
+    /// The same piece, marked as served in place of a failed fetch, `stale_for` past
+    /// its freshness.
+    pub fn served_stale(&self, stale_for: Duration) -> Piece {
+        Piece {
+            served_stale: Some(stale_for),
+            ..self.clone()
         }
     }
 

@@ -9,8 +9,14 @@
 //! its path names, a failed fetch at every field it was for, with its location in
 //! the document. A null where the type forbids one nulls the nearest nullable
 //! parent, as GraphQL requires; the rest of the object is still walked for errors.
+//!
+//! A field answered from an entry the cache served in place of a failed fetch
+//! (`stale-if-error`) is named in the response's `extensions`:
+//! `"extensions":{"staleIfError":[{"path":["getPost"],"staleSeconds":3.2}]}`, with how
+//! long past its freshness the entry was.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_graphql::ServerError;
 use async_graphql_parser::types::{DocumentOperations, ExecutableDocument, SelectionSet};
@@ -33,6 +39,7 @@ pub fn write(out: &mut Vec<u8>, plan: &Plan, outcome: &Outcome, input: &RequestI
         path: Vec::with_capacity(8),
         errors: Vec::new(),
         count: 0,
+        stale: Vec::new(),
     };
     out.extend_from_slice(b"{\"data\":");
     let start = out.len();
@@ -51,6 +58,11 @@ pub fn write(out: &mut Vec<u8>, plan: &Plan, outcome: &Outcome, input: &RequestI
         out.extend_from_slice(b",\"errors\":[");
         out.extend_from_slice(&writer.errors);
         out.push(b']');
+    }
+    if !writer.stale.is_empty() {
+        out.extend_from_slice(b",\"extensions\":{\"staleIfError\":[");
+        out.extend_from_slice(&writer.stale);
+        out.extend_from_slice(b"]}");
     }
     out.push(b'}');
     failed
@@ -78,6 +90,8 @@ struct Writer<'a> {
     /// The errors' JSON, comma-separated.
     errors: Vec<u8>,
     count: usize,
+    /// The stale-if-error notes' JSON, comma-separated.
+    stale: Vec<u8>,
 }
 
 impl<'a> Writer<'a> {
@@ -103,32 +117,22 @@ impl<'a> Writer<'a> {
                 .as_bytes(),
             );
         }
-        out.extend_from_slice(b",\"path\":[");
-        let mut first = true;
-        let mut comma = |out: &mut Vec<u8>| {
-            if !std::mem::take(&mut first) {
-                out.push(b',');
-            }
-        };
-        for step in &self.path {
-            comma(out);
-            match step {
-                Step::Key(k) => {
-                    let _ = serde_json::to_writer(&mut *out, k);
-                }
-                Step::Index(i) => out.extend_from_slice(i.to_string().as_bytes()),
-            }
+        out.extend_from_slice(b",\"path\":");
+        write_path(out, &self.path, rest);
+        out.push(b'}');
+    }
+
+    /// Note that the current field was answered from an entry served `stale_for`
+    /// past its freshness, in place of a failed fetch.
+    fn stale_note(&mut self, stale_for: Duration) {
+        if !self.stale.is_empty() {
+            self.stale.push(b',');
         }
-        for item in rest {
-            comma(out);
-            match item {
-                PathItem::Key(k) => {
-                    let _ = serde_json::to_writer(&mut *out, k);
-                }
-                PathItem::Index(i) => out.extend_from_slice(i.to_string().as_bytes()),
-            }
-        }
-        out.extend_from_slice(b"]}");
+        self.stale.extend_from_slice(b"{\"path\":");
+        write_path(&mut self.stale, &self.path, &[]);
+        self.stale.extend_from_slice(
+            format!(",\"staleSeconds\":{:.3}}}", stale_for.as_secs_f64()).as_bytes(),
+        );
     }
 
     /// Report a subgraph's errors that concern `field` (the current path's last
@@ -164,6 +168,9 @@ impl<'a> Writer<'a> {
                         // Paths are relative to the field's value: report them all here.
                         for e in piece.errors.iter() {
                             self.error(&e.message, None, &e.path);
+                        }
+                        if let Some(stale_for) = piece.served_stale {
+                            self.stale_note(stale_for);
                         }
                         self.value(out, piece.value(), piece.tape(), field, 0)
                     }
@@ -234,6 +241,9 @@ impl<'a> Writer<'a> {
     /// `field`'s value in an entity piece, after the piece's errors that concern it.
     fn entity_field(&mut self, out: &mut Vec<u8>, piece: &Piece, field: &'a OutField) -> bool {
         self.field_errors(&piece.errors, &field.key);
+        if let Some(stale_for) = piece.served_stale {
+            self.stale_note(stale_for);
+        }
         let value = piece.value().and_then(|v| v.get(&field.key));
         self.value(out, value, piece.tape(), field, 0)
     }
@@ -396,6 +406,36 @@ fn const_object(
         }
     }
     out.push(b'}');
+}
+
+/// A response path as a JSON array: the writer's steps, then `rest`.
+fn write_path(out: &mut Vec<u8>, steps: &[Step<'_>], rest: &[PathItem]) {
+    out.push(b'[');
+    let mut first = true;
+    let mut comma = |out: &mut Vec<u8>| {
+        if !std::mem::take(&mut first) {
+            out.push(b',');
+        }
+    };
+    for step in steps {
+        comma(out);
+        match step {
+            Step::Key(k) => {
+                let _ = serde_json::to_writer(&mut *out, k);
+            }
+            Step::Index(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        }
+    }
+    for item in rest {
+        comma(out);
+        match item {
+            PathItem::Key(k) => {
+                let _ = serde_json::to_writer(&mut *out, k);
+            }
+            PathItem::Index(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        }
+    }
+    out.push(b']');
 }
 
 /// `"key":` (response keys are GraphQL names: nothing to escape).

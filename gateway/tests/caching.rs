@@ -148,15 +148,7 @@ async fn requests_with_authorization_skip_the_cache_and_never_see_another_user()
 
 #[tokio::test]
 async fn a_policy_can_key_by_the_caller_instead() {
-    let dir = std::env::temp_dir().join(format!("gw-policy-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("policy.toml");
-    std::fs::write(
-        &path,
-        "[policy.\"Query.me\"]\nkey = { headers = [\"authorization\"] }\n",
-    )
-    .unwrap();
-    let policies = gateway::caching::PolicyFile::load(&path).unwrap();
+    let policies = common::me_keyed_by_caller();
     let lab = Lab::start_with(|c| {
         let mut settings = cache(10.0).unwrap();
         settings.policies = policies;
@@ -182,7 +174,6 @@ async fn a_policy_can_key_by_the_caller_instead() {
         text.contains("gateway_cache_misses_total{namespace=\"Query.me\"} 3"),
         "{text}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]

@@ -102,6 +102,13 @@ fn matrix_quick_runs_the_seed_experiment_end_to_end() {
         stdout.contains("| no-cache |") && stdout.contains("| ttl-10 |"),
         "table printed:\n{stdout}"
     );
+    assert!(stdout.contains("## Per second"), "{stdout}");
+    let timeline = std::fs::read_to_string(run.join("timeline.svg")).unwrap();
+    assert_eq!(
+        timeline.matches("<polyline").count(),
+        3 * 4,
+        "3 panels x 4 configurations"
+    );
 
     // summary.json parses into the documented type and holds real measurements.
     let summary: Summary =
@@ -120,6 +127,29 @@ fn matrix_quick_runs_the_seed_experiment_end_to_end() {
         assert_eq!(c.errors_total, 0, "{m:?}");
         assert!(m.p50_ms > 0.0 && m.p99_ms >= m.p50_ms, "{m:?}");
         assert!(m.upstream_per_request.is_some(), "{m:?}");
+        // The window second by second: 4 whole seconds, each with client answers and
+        // the subgraphs' requests in it (no-cache sends every request upstream).
+        assert_eq!(m.timeline.len(), 4, "{:?}", m.timeline);
+        let answered: u64 = m.timeline.iter().map(|s| s.requests).sum();
+        assert!(
+            answered <= m.requests && answered * 10 >= m.requests * 9,
+            "{m:?}"
+        );
+        assert!(
+            m.timeline.iter().all(|s| s.requests > 0 && s.p99_ms > 0.0),
+            "{m:?}"
+        );
+        assert!(
+            m.timeline.iter().all(|s| s.upstream_requests.is_some()),
+            "{m:?}"
+        );
+        if c.name == "no-cache" {
+            let upstream = m.upstream_per_second.expect("upstream per second");
+            assert!(
+                upstream.mean > 0.0 && upstream.peak >= upstream.mean,
+                "{upstream:?}"
+            );
+        }
         assert!(m.gateway_cpu_cores.unwrap() > 0.0, "{m:?}");
         assert!(m.gateway_peak_rss_bytes.unwrap() > 0, "{m:?}");
         assert!(c.ratio.is_some(), "{}", c.name);

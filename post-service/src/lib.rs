@@ -6,6 +6,10 @@
 //! Data sits behind one `RwLock`; `updatePostTitle` holds the write lock for its
 //! read-modify-write. Resolvers copy the rows they return, so no lock is held while a
 //! response is built.
+//!
+//! Cache hints (async-graphql's `cache_control`, sent as the answer's `Cache-Control`):
+//! a `Post` may be kept 60 s, mutations are `no-cache`. A gateway's `origin-ttl`
+//! strategy reads them.
 
 pub mod posts;
 
@@ -35,7 +39,7 @@ fn listed(rows: Vec<PostRow>) -> Option<Vec<Option<Post>>> {
 /// A post; `author` is a reference to the users subgraph's `User`.
 pub struct Post(PostRow);
 
-#[Object]
+#[Object(cache_control(max_age = 60))]
 impl Post {
     async fn pid(&self) -> ID {
         ID(self.0.pid())
@@ -99,7 +103,7 @@ impl Query {
 
 pub struct Mutation;
 
-#[Object]
+#[Object(cache_control(no_cache))]
 impl Mutation {
     /// Retitle a post; an unknown id is an error.
     async fn update_post_title(

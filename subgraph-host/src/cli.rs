@@ -55,6 +55,36 @@ pub struct HostArgs {
     /// most this long (e.g. 5s, 500ms), then close what remains and exit 0.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = duration)]
     pub drain_timeout: Duration,
+    /// The Cache-Control header of every answer without errors: "schema" (what the
+    /// schema's cache hints give, e.g. max-age=60 or max-age=10, private), "none" (no
+    /// header), or a value sent as it is (e.g. "no-store", "max-age=1, s-maxage=30").
+    #[arg(long, value_name = "schema|none|VALUE", default_value = "schema", value_parser = cache_control)]
+    pub cache_control: CacheControl,
+}
+
+/// Where an answer's `Cache-Control` comes from (`--cache-control`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum CacheControl {
+    /// The schema's cache hints (async-graphql's `cache_control`), as async-graphql
+    /// merges them over the fields an answer holds.
+    #[default]
+    Schema,
+    /// No header.
+    Off,
+    /// This value on every answer without errors.
+    Fixed(axum::http::HeaderValue),
+}
+
+/// `schema`, `none`, or a header value.
+pub fn cache_control(text: &str) -> Result<CacheControl, String> {
+    match text {
+        "schema" => Ok(CacheControl::Schema),
+        "none" => Ok(CacheControl::Off),
+        "" => Err("an empty Cache-Control: write none for no header".into()),
+        value => axum::http::HeaderValue::from_str(value)
+            .map(CacheControl::Fixed)
+            .map_err(|_| format!("{value:?} is not a header value")),
+    }
 }
 
 /// How `--delay-distribution` draws delays.
@@ -137,6 +167,20 @@ mod tests {
         for bad in ["-0.1", "1.01", "NaN", "inf", "", "half"] {
             assert!(rate(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn cache_control_is_schema_none_or_a_value() {
+        assert_eq!(cache_control("schema"), Ok(CacheControl::Schema));
+        assert_eq!(cache_control("none"), Ok(CacheControl::Off));
+        assert_eq!(
+            cache_control("no-store"),
+            Ok(CacheControl::Fixed(axum::http::HeaderValue::from_static(
+                "no-store"
+            )))
+        );
+        assert!(cache_control("").is_err());
+        assert!(cache_control("max-age=1\n").is_err());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The `/graphql` route: a request's path from the HTTP body through its injected fate
 //! (an outage, a hang, an error, or a delay) and the document cache to an executor
-//! (strict, or fast when the document is known to validate) and back; plus `/health`
-//! and `/metrics`.
+//! (strict, or fast when the document is known to validate) and back, with the
+//! answer's `Cache-Control` (the schema's cache hints, or `--cache-control`); plus
+//! `/health` and `/metrics`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
+use crate::cli::CacheControl;
 use crate::decode;
 use crate::documents::{Documents, Lookup};
 use crate::faults::{Delay, Fate, FaultPlan, Faults};
@@ -29,6 +31,8 @@ pub struct Options {
     /// The parsed-document cache's bound in estimated bytes; 0 disables it
     /// (`--document-cache-bytes`).
     pub document_cache_bytes: u64,
+    /// Where answers' `Cache-Control` comes from (`--cache-control`).
+    pub cache_control: CacheControl,
 }
 
 impl Default for Options {
@@ -36,6 +40,7 @@ impl Default for Options {
         Options {
             faults: FaultPlan::default(),
             document_cache_bytes: crate::cli::DEFAULT_DOCUMENT_CACHE_BYTES,
+            cache_control: CacheControl::Schema,
         }
     }
 }
@@ -90,6 +95,7 @@ struct Host<E> {
     faults: Faults,
     documents: Documents,
     counters: Counters,
+    cache_control: CacheControl,
 }
 
 /// Build the router for a subgraph: `POST /graphql`, `GET /health`, `GET /metrics`,
@@ -129,6 +135,7 @@ pub fn router_with<E: Executor>(
         faults: Faults::new(options.faults),
         documents: Documents::new(options.document_cache_bytes),
         counters: Counters::default(),
+        cache_control: options.cache_control,
     });
     Router::new()
         .route("/graphql", axum::routing::post(graphql::<E>))
@@ -181,11 +188,24 @@ async fn graphql<E: Executor>(
             (response, StatusCode::OK)
         }
     };
-    if response.is_err() {
+    let failed = response.is_err();
+    if failed {
         counters.errors.fetch_add(1, Ordering::Relaxed);
     }
+    // async-graphql-axum sends the hints' Cache-Control on answers without errors.
     let mut out = GraphQLResponse::from(response).into_response();
     *out.status_mut() = status;
+    match &host.cache_control {
+        CacheControl::Schema => {}
+        CacheControl::Off => {
+            out.headers_mut().remove(header::CACHE_CONTROL);
+        }
+        CacheControl::Fixed(value) if !failed => {
+            out.headers_mut()
+                .insert(header::CACHE_CONTROL, value.clone());
+        }
+        CacheControl::Fixed(_) => {}
+    }
     out
 }
 

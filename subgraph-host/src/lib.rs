@@ -4,7 +4,7 @@
 //! the lab needs to be identical on both sides, one role per module:
 //!
 //! - [`cli`]: the command line (`--listen`, delays, faults, the document cache,
-//!   `--drain-timeout`) and its value parsers;
+//!   `--drain-timeout`, `--cache-control`) and its value parsers;
 //! - [`graphql`]: the `/graphql`, `/health` and `/metrics` routes, and the
 //!   `authorization` header handed to resolvers as a [`Bearer`];
 //! - [`decode`]: the GraphQL request out of the HTTP body (a fast path for one JSON
@@ -85,6 +85,7 @@ pub fn main<A: clap::Args + clap::FromArgMatches, E: Executor>(
     let options = Options {
         faults,
         document_cache_bytes: args.document_cache_bytes,
+        cache_control: args.cache_control,
     };
     let router = router_with(service, executors, options);
     let addr = args.listen.unwrap_or(default_listen);

@@ -1,5 +1,9 @@
 //! The users subgraph: `User { id name }`, `me`, `createUser`, `updateUser`.
 //!
+//! Cache hints (async-graphql's `cache_control`, sent as the answer's `Cache-Control`):
+//! a `User` may be kept 10 s, `me` is `private` (one caller's own data), mutations are
+//! `no-cache`. A gateway's `origin-ttl` strategy reads them.
+//!
 //! The schema lives here; the table and its data sets in [`users`]. Data sits in memory
 //! behind one `RwLock`. Reads take the shared lock; the two mutations take the exclusive
 //! lock for the whole read-modify-write, so that concurrent `createUser` calls never
@@ -18,7 +22,7 @@ pub use users::{DataArgs, Users};
 
 /// A user of the lab's social network.
 #[derive(Debug, Clone, SimpleObject)]
-#[graphql(complex)]
+#[graphql(complex, cache_control(max_age = 10))]
 pub struct User {
     pub id: ID,
     pub name: String,
@@ -47,6 +51,7 @@ pub struct Query;
 #[Object]
 impl Query {
     /// The caller: the user named by `authorization: Bearer <id>`, or `u1` without one.
+    #[graphql(cache_control(private))]
     async fn me(&self, ctx: &Context<'_>) -> Option<User> {
         let id = ctx
             .data_opt::<Bearer>()
@@ -63,7 +68,7 @@ impl Query {
 
 pub struct Mutation;
 
-#[Object]
+#[Object(cache_control(no_cache))]
 impl Mutation {
     /// Create a user; ids are assigned in order: `u3`, `u4`, … (after `uN` with `--users N`).
     async fn create_user(&self, ctx: &Context<'_>, name: String) -> Option<User> {

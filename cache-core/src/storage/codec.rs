@@ -127,6 +127,7 @@ where
             value: bytes,
             fresh_until: entry.fresh_until,
             stale_until: entry.stale_until,
+            fetched_in: entry.fetched_in,
             references: entry.references,
             namespace: entry.namespace,
         };
@@ -162,17 +163,26 @@ fn decode<V, C: Codec<V>>(codec: &C, stored: Stored<Bytes>) -> StorageResult<Sto
         value: codec.decode(&stored.value)?,
         fresh_until: stored.fresh_until,
         stale_until: stored.stale_until,
+        fetched_in: stored.fetched_in,
     })
 }
 
-const ENVELOPE_VERSION: u8 = 1;
+/// Version 2 adds the fetch duration after the namespace; version 1 (no
+/// duration) is still read, so entries written before an upgrade are not lost.
+const ENVELOPE_VERSION: u8 = 2;
+const ENVELOPE_V1: u8 = 1;
 const ENVELOPE_HEADER: usize = 1 + 8 + 8 + 2;
+/// The fetch duration's bytes (version 2).
+const FETCHED_IN_LEN: usize = 4;
 
 /// One entry framed for a store shared between processes.
 ///
-/// Layout: version (`1`), fresh-until and stale-until as little-endian
+/// Layout: version (`2`), fresh-until and stale-until as little-endian
 /// `u64` milliseconds since the Unix epoch, the namespace's length as a
-/// little-endian `u16` and its UTF-8 bytes, then the encoded value.
+/// little-endian `u16` and its UTF-8 bytes, the fetch duration in
+/// microseconds as a little-endian `u32` (saturated), then the encoded
+/// value. The namespace sits where version 1 had it, so a reader of entry
+/// heads needs no version check beyond accepting both.
 #[derive(Clone, Debug)]
 pub struct Envelope {
     /// The entry's namespace.
@@ -193,13 +203,15 @@ impl Envelope {
             }
             namespace = &namespace[..end];
         }
-        let mut out =
-            BytesMut::with_capacity(ENVELOPE_HEADER + namespace.len() + entry.value.len());
+        let mut out = BytesMut::with_capacity(
+            ENVELOPE_HEADER + namespace.len() + FETCHED_IN_LEN + entry.value.len(),
+        );
         out.put_u8(ENVELOPE_VERSION);
         out.put_u64_le(to_unix_millis(entry.fresh_until));
         out.put_u64_le(to_unix_millis(entry.stale_until));
         out.put_u16_le(namespace.len() as u16);
         out.put_slice(namespace.as_bytes());
+        out.put_u32_le(u32::try_from(entry.fetched_in.as_micros()).unwrap_or(u32::MAX));
         out.put_slice(&entry.value);
         out.freeze()
     }
@@ -210,10 +222,10 @@ impl Envelope {
         if bytes.len() < ENVELOPE_HEADER {
             return Err(StorageError::codec("envelope too short"));
         }
-        if bytes[0] != ENVELOPE_VERSION {
+        let version = bytes[0];
+        if version != ENVELOPE_VERSION && version != ENVELOPE_V1 {
             return Err(StorageError::codec(format!(
-                "unknown envelope version {}",
-                bytes[0]
+                "unknown envelope version {version}"
             )));
         }
         let word = |at: usize| {
@@ -224,18 +236,31 @@ impl Envelope {
         let fresh_until = from_unix_millis(word(1));
         let stale_until = from_unix_millis(word(9));
         let namespace_len = usize::from(u16::from_le_bytes([bytes[17], bytes[18]]));
-        let value_start = ENVELOPE_HEADER + namespace_len;
+        let namespace_end = ENVELOPE_HEADER + namespace_len;
+        let value_start = match version {
+            ENVELOPE_V1 => namespace_end,
+            _ => namespace_end + FETCHED_IN_LEN,
+        };
         if bytes.len() < value_start {
             return Err(StorageError::codec("envelope namespace cut short"));
         }
-        let namespace = std::str::from_utf8(&bytes[ENVELOPE_HEADER..value_start])
+        let namespace = std::str::from_utf8(&bytes[ENVELOPE_HEADER..namespace_end])
             .map_err(StorageError::codec)?;
+        let fetched_in = match version {
+            ENVELOPE_V1 => Duration::ZERO,
+            _ => {
+                let mut raw = [0u8; FETCHED_IN_LEN];
+                raw.copy_from_slice(&bytes[namespace_end..value_start]);
+                Duration::from_micros(u64::from(u32::from_le_bytes(raw)))
+            }
+        };
         Ok(Self {
             namespace: Arc::from(namespace),
             stored: Stored {
                 value: bytes.slice(value_start..),
                 fresh_until,
                 stale_until,
+                fetched_in,
             },
         })
     }
@@ -249,7 +274,7 @@ pub(crate) const fn envelope_head_len(max_namespace: usize) -> usize {
 
 /// The namespace in the first bytes of an envelope, if they hold it whole.
 pub(crate) fn envelope_namespace(head: &[u8]) -> Option<&str> {
-    if head.len() < ENVELOPE_HEADER || head[0] != ENVELOPE_VERSION {
+    if head.len() < ENVELOPE_HEADER || (head[0] != ENVELOPE_VERSION && head[0] != ENVELOPE_V1) {
         return None;
     }
     let len = usize::from(u16::from_le_bytes([head[17], head[18]]));

@@ -308,6 +308,7 @@ impl<V: Clone + Send + Sync + 'static> LayeredInner<V> {
             value: stored.value.clone(),
             fresh_until: stored.fresh_until.min(cap),
             stale_until: stored.stale_until.min(cap),
+            fetched_in: stored.fetched_in,
             references: Arc::new([]),
             namespace: Arc::clone(&self.filled),
         };
@@ -430,6 +431,7 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for LayeredStorage<V> {
             value: entry.value.clone(),
             fresh_until: entry.fresh_until.min(cap),
             stale_until: entry.stale_until.min(cap),
+            fetched_in: entry.fetched_in,
             references: Arc::clone(&entry.references),
             namespace: Arc::clone(&entry.namespace),
         };

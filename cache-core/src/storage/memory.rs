@@ -2,13 +2,21 @@
 //!
 //! Entries live in a `moka::sync::Cache` keyed by [`CacheKey`] (hashed by
 //! folding, not re-hashed). Reads need no future, so every method answers
-//! with [`StorageFuture::ready`]. Each entry expires at the end of its stale
-//! window (moka's per-entry `Expiry`); freshness is the cache's business.
+//! with [`StorageFuture::ready`]. Each entry expires when the retention `set`
+//! was given ends: the end of its stale window, or later when a strategy
+//! keeps it to serve in place of a failed fetch (moka's per-entry `Expiry`);
+//! freshness is the cache's business.
 //!
 //! The size bound is a count of entries, or bytes through a weigher. moka
 //! applies it during its maintenance, which runs as writes accumulate: in
 //! between, the weighted size can overshoot the bound. After
 //! [`run_pending_tasks`](MemoryStorage::run_pending_tasks) it holds.
+//!
+//! Which entry goes when the bound is reached is the [`Eviction`] policy:
+//! moka's TinyLFU (the default: a new entry is admitted only if it is asked
+//! for more often than the entry it would evict) or plain LRU. This is a
+//! setting of the store, not a strategy hook: it decides among entries the
+//! store already holds, where strategies decide per call.
 //!
 //! References are indexed in a [`ReferenceIndex`]. moka's eviction listener
 //! (which runs for size evictions, expiry, removal and replacement) unindexes
@@ -30,7 +38,8 @@ use moka::Expiry;
 use parking_lot::RwLock;
 
 use super::{
-    Entry, EvictionCause, EvictionObserver, Removals, Storage, StorageFuture, StorageResult, Stored,
+    deadline_after, Entry, EvictionCause, EvictionObserver, Removals, Storage, StorageFuture,
+    StorageResult, Stored,
 };
 use crate::key::{CacheKey, PrehashedKeys};
 use crate::references::{Reference, ReferenceIndex, ReferencePattern};
@@ -38,10 +47,65 @@ use crate::references::{Reference, ReferenceIndex, ReferencePattern};
 /// The default bound: 10 000 entries.
 pub const DEFAULT_MAX_ENTRIES: u64 = 10_000;
 
+/// Which entry the memory store evicts when it is full.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Eviction {
+    /// moka's default: LRU eviction behind a TinyLFU admission filter (a
+    /// count-min sketch of recent popularity). A new entry that is asked
+    /// for less often than the LRU victim is not kept, so one-off keys
+    /// cannot flush popular ones.
+    #[default]
+    TinyLfu,
+    /// Least recently used: every new entry is kept, and the entry unused
+    /// the longest goes.
+    Lru,
+}
+
+impl Eviction {
+    /// Every policy, as the command line names them.
+    pub const ALL: [Eviction; 2] = [Eviction::Lru, Eviction::TinyLfu];
+
+    /// The policy named `name` (`lru`, `tinylfu`).
+    pub fn parse(name: &str) -> Result<Eviction, String> {
+        Eviction::ALL
+            .into_iter()
+            .find(|e| e.name() == name)
+            .ok_or_else(|| format!("{name:?} is not an eviction policy; use lru or tinylfu"))
+    }
+
+    /// Its name on the command line.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Eviction::Lru => "lru",
+            Eviction::TinyLfu => "tinylfu",
+        }
+    }
+
+    /// One line on what it does.
+    pub const fn summary(self) -> &'static str {
+        match self {
+            Eviction::Lru => "evict the least recently used entry; every new entry is admitted",
+            Eviction::TinyLfu => {
+                "LRU behind a frequency filter: a new entry is admitted only if asked for more often than the victim (moka's default)"
+            }
+        }
+    }
+
+    fn moka(self) -> moka::policy::EvictionPolicy {
+        match self {
+            Eviction::Lru => moka::policy::EvictionPolicy::lru(),
+            Eviction::TinyLfu => moka::policy::EvictionPolicy::tiny_lfu(),
+        }
+    }
+}
+
 struct MemEntry<V> {
     value: V,
     fresh_until: Instant,
     stale_until: Instant,
+    /// When the store drops it (at or after `stale_until`).
+    expires_at: Instant,
+    fetched_in: Duration,
     references: Arc<[Reference]>,
     namespace: Arc<str>,
     id: u64,
@@ -88,6 +152,7 @@ enum Bound<V> {
 /// Configures a [`MemoryStorage`].
 pub struct MemoryStorageBuilder<V> {
     bound: Bound<V>,
+    eviction: Eviction,
 }
 
 impl<V: Clone + Send + Sync + 'static> MemoryStorageBuilder<V> {
@@ -109,12 +174,19 @@ impl<V: Clone + Send + Sync + 'static> MemoryStorageBuilder<V> {
         self
     }
 
+    /// Which entry goes when the store is full (default [`Eviction::TinyLfu`]).
+    pub fn eviction(mut self, eviction: Eviction) -> Self {
+        self.eviction = eviction;
+        self
+    }
+
     /// The store.
     pub fn build(self) -> MemoryStorage<V> {
         let shared = Arc::new(Shared::default());
         let listener_shared = Arc::clone(&shared);
         let builder = MokaCache::builder()
-            .expire_after(RetainUntilStale)
+            .eviction_policy(self.eviction.moka())
+            .expire_after(RetainAsAsked)
             .eviction_listener(move |key: Arc<CacheKey>, entry: Arc<MemEntry<V>>, cause| {
                 listener_shared
                     .index
@@ -158,16 +230,16 @@ fn bookkeeping<V>(entry: &MemEntry<V>) -> u32 {
     u32::try_from(total).unwrap_or(u32::MAX)
 }
 
-struct RetainUntilStale;
+struct RetainAsAsked;
 
-impl<V> Expiry<CacheKey, Arc<MemEntry<V>>> for RetainUntilStale {
+impl<V> Expiry<CacheKey, Arc<MemEntry<V>>> for RetainAsAsked {
     fn expire_after_create(
         &self,
         _key: &CacheKey,
         entry: &Arc<MemEntry<V>>,
         created_at: Instant,
     ) -> Option<Duration> {
-        Some(entry.stale_until.saturating_duration_since(created_at))
+        Some(entry.expires_at.saturating_duration_since(created_at))
     }
 
     fn expire_after_update(
@@ -177,7 +249,18 @@ impl<V> Expiry<CacheKey, Arc<MemEntry<V>>> for RetainUntilStale {
         updated_at: Instant,
         _duration_until_expiry: Option<Duration>,
     ) -> Option<Duration> {
-        Some(entry.stale_until.saturating_duration_since(updated_at))
+        Some(entry.expires_at.saturating_duration_since(updated_at))
+    }
+}
+
+impl<V: Clone> MemEntry<V> {
+    fn stored(&self) -> Stored<V> {
+        Stored {
+            value: self.value.clone(),
+            fresh_until: self.fresh_until,
+            stale_until: self.stale_until,
+            fetched_in: self.fetched_in,
+        }
     }
 }
 
@@ -191,6 +274,7 @@ impl<V: Clone + Send + Sync + 'static> MemoryStorage<V> {
     pub fn builder() -> MemoryStorageBuilder<V> {
         MemoryStorageBuilder {
             bound: Bound::Entries(DEFAULT_MAX_ENTRIES),
+            eviction: Eviction::default(),
         }
     }
 
@@ -218,11 +302,7 @@ impl<V: Clone + Send + Sync + 'static> MemoryStorage<V> {
 
     /// The entry under `key`, read at once.
     pub(crate) fn lookup(&self, key: CacheKey) -> Option<Stored<V>> {
-        self.inner.entries.get(&key).map(|entry| Stored {
-            value: entry.value.clone(),
-            fresh_until: entry.fresh_until,
-            stale_until: entry.stale_until,
-        })
+        self.inner.entries.get(&key).map(|entry| entry.stored())
     }
 
     fn remove(&self, key: CacheKey, removals: &mut Removals) {
@@ -245,11 +325,7 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for MemoryStorage<V> {
 
     #[inline]
     fn get(&self, key: CacheKey) -> StorageFuture<'_, StorageResult<Option<Stored<V>>>> {
-        let found = self.inner.entries.get(&key).map(|entry| Stored {
-            value: entry.value.clone(),
-            fresh_until: entry.fresh_until,
-            stale_until: entry.stale_until,
-        });
+        let found = self.inner.entries.get(&key).map(|entry| entry.stored());
         StorageFuture::ready(Ok(found))
     }
 
@@ -259,13 +335,7 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for MemoryStorage<V> {
     ) -> StorageFuture<'a, StorageResult<Vec<Option<Stored<V>>>>> {
         let found = keys
             .iter()
-            .map(|key| {
-                self.inner.entries.get(key).map(|entry| Stored {
-                    value: entry.value.clone(),
-                    fresh_until: entry.fresh_until,
-                    stale_until: entry.stale_until,
-                })
-            })
+            .map(|key| self.inner.entries.get(key).map(|entry| entry.stored()))
             .collect();
         StorageFuture::ready(Ok(found))
     }
@@ -276,8 +346,9 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for MemoryStorage<V> {
         entry: Entry<V>,
         ttl: Duration,
     ) -> StorageFuture<'_, StorageResult<()>> {
-        // moka expires the entry at `stale_until`; `ttl` says the same thing.
-        let _ = ttl;
+        // moka expires the entry when its retention ends, never before its
+        // stale window does.
+        let expires_at = deadline_after(Instant::now(), ttl).max(entry.stale_until);
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         // Two stores of one key (fetches of different invalidation epochs can
         // overlap) must index and insert in the same order: otherwise the entry
@@ -293,6 +364,8 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for MemoryStorage<V> {
                 value: entry.value,
                 fresh_until: entry.fresh_until,
                 stale_until: entry.stale_until,
+                expires_at,
+                fetched_in: entry.fetched_in,
                 references: entry.references,
                 namespace: entry.namespace,
                 id,
@@ -325,7 +398,7 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for MemoryStorage<V> {
         let mut removals = Removals::new();
         let now = Instant::now();
         for (_, entry) in self.inner.entries.iter() {
-            if entry.stale_until > now {
+            if entry.expires_at > now {
                 removals.record(&entry.namespace);
             }
         }

@@ -51,7 +51,7 @@ pub use codec::{Codec, Encoded, Envelope, JsonCodec};
 pub use layered::{
     LayeredStats, LayeredStorage, LayeredStorageBuilder, DEFAULT_L1_MAX_ENTRIES, DEFAULT_L1_TTL,
 };
-pub use memory::{MemoryStorage, MemoryStorageBuilder, DEFAULT_MAX_ENTRIES};
+pub use memory::{Eviction, MemoryStorage, MemoryStorageBuilder, DEFAULT_MAX_ENTRIES};
 
 use crate::error::StorageError;
 use crate::key::CacheKey;
@@ -126,8 +126,12 @@ pub struct Entry<V> {
     pub value: V,
     /// Until when the value is fresh.
     pub fresh_until: Instant,
-    /// Until when it may be served stale; the store may drop it after.
+    /// Until when it may be served stale. The store keeps it at least this
+    /// long, and as long as `set`'s `ttl` says (a strategy may keep it past
+    /// its stale window to serve it in place of a failed fetch).
     pub stale_until: Instant,
+    /// How long the fetch that produced it took (early refresh weighs it).
+    pub fetched_in: Duration,
     /// The references it carries, for `invalidate`.
     pub references: Arc<[Reference]>,
     /// The namespace it belongs to, for the counters.
@@ -141,8 +145,12 @@ pub struct Stored<V> {
     pub value: V,
     /// Until when it is fresh.
     pub fresh_until: Instant,
-    /// Until when it may be served stale.
+    /// Until when it may be served stale. A store may still return it
+    /// after that (it was kept for recovery from a failed fetch): the cache
+    /// then treats it as a miss.
     pub stale_until: Instant,
+    /// How long the fetch that produced it took.
+    pub fetched_in: Duration,
 }
 
 /// How many entries an operation dropped, per namespace.
@@ -230,8 +238,9 @@ pub trait Storage<V: Send + 'static>: Send + Sync + 'static {
         })
     }
 
-    /// Keeps `entry` under `key` for `ttl` (its ttl plus stale window),
-    /// replacing any entry there, and indexes its references.
+    /// Keeps `entry` under `key` for `ttl` from now (at least its ttl plus
+    /// stale window; more when a strategy keeps it for recovery), replacing
+    /// any entry there, and indexes its references.
     fn set(
         &self,
         key: CacheKey,

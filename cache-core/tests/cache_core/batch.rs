@@ -359,19 +359,27 @@ async fn hit_now_answers_fresh_stored_values_without_a_future_and_counts_only_hi
         .stale(Duration::from_secs(60))
         .build();
     let ns = cache.namespace("User.name");
-    assert_eq!(cache.hit_now(key("u1"), &ns), None, "nothing stored yet");
+    // Without an early-refresh strategy the refresher is never asked for.
+    let refresher = || -> fn() -> std::future::Ready<Result<u32, Boom>> {
+        unreachable!("no strategy asks for a refresh")
+    };
+    assert_eq!(
+        cache.hit_now(key("u1"), &ns, refresher),
+        None,
+        "nothing stored yet"
+    );
     cache
         .get_or_fetch(key("u1"), &ns, || async { Ok::<_, Boom>(4u32) })
         .await
         .unwrap();
-    assert_eq!(cache.hit_now(key("u1"), &ns), Some(4));
+    assert_eq!(cache.hit_now(key("u1"), &ns, refresher), Some(4));
     let stats = stats_of(&cache, "User.name");
     assert_eq!((stats.hits, stats.misses), (1, 1));
     // Stale: left to the full call, which serves it and refreshes.
     tokio::time::sleep(Duration::from_millis(80)).await;
-    assert_eq!(cache.hit_now(key("u1"), &ns), None);
+    assert_eq!(cache.hit_now(key("u1"), &ns, refresher), None);
     assert_eq!(stats_of(&cache, "User.name").hits, 1);
     // A namespace that stores nothing never hits.
     let dedupe_only = cache.namespace_with("Query.me", cache_core::Policy::new());
-    assert_eq!(cache.hit_now(key("u1"), &dedupe_only), None);
+    assert_eq!(cache.hit_now(key("u1"), &dedupe_only, refresher), None);
 }

@@ -308,6 +308,7 @@ fn racing_stores_of_one_key_keep_the_entry_indexed() {
         value,
         fresh_until: Instant::now() + Duration::from_secs(60),
         stale_until: Instant::now() + Duration::from_secs(60),
+        fetched_in: Duration::ZERO,
         references: Arc::from(vec![cache_core::Reference::from("Post:p1")]),
         namespace: Arc::from("Query.getPost"),
     };

@@ -5,6 +5,7 @@ mod batch;
 mod cancel;
 mod dedupe;
 mod errors;
+mod guide;
 mod invalidate;
 mod keys;
 mod stale;

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use cache_core::storage::{
-    Codec, Encoded, Entry, Envelope, JsonCodec, MemoryStorage, Removals, Storage, StorageFuture,
-    StorageResult, Stored,
+    Codec, Encoded, Entry, Envelope, Eviction, JsonCodec, MemoryStorage, Removals, Storage,
+    StorageFuture, StorageResult, Stored,
 };
 use cache_core::{Cache, CacheKey, Fetched, ReferencePattern, StorageError};
 use serde_json::{json, Value};
@@ -130,6 +130,7 @@ fn storage_envelope_round_trips_with_wall_clock_deadlines() {
         value: Bytes::from_static(b"{\"id\":\"u1\"}"),
         fresh_until: now + Duration::from_secs(10),
         stale_until: now + Duration::from_secs(15),
+        fetched_in: Duration::from_micros(1500),
         references: Arc::from(vec!["User:u1".into()]),
         namespace: Arc::from("Query.user"),
     };
@@ -143,6 +144,16 @@ fn storage_envelope_round_trips_with_wall_clock_deadlines() {
     };
     assert!(close(opened.stored.fresh_until, entry.fresh_until));
     assert!(close(opened.stored.stale_until, entry.stale_until));
+    assert_eq!(opened.stored.fetched_in, Duration::from_micros(1500));
+    // A version 1 envelope (no fetch duration) written before an upgrade still
+    // opens: the same bytes without the duration's four, version byte 1.
+    let namespace_end = 1 + 8 + 8 + 2 + "Query.user".len();
+    let mut v1 = sealed[..namespace_end].to_vec();
+    v1[0] = 1;
+    v1.extend_from_slice(&sealed[namespace_end + 4..]);
+    let old = Envelope::open(Bytes::from(v1)).expect("a version 1 envelope opens");
+    assert_eq!(old.stored.value, entry.value);
+    assert_eq!(old.stored.fetched_in, Duration::ZERO);
     // Damaged envelopes are errors, not panics.
     assert!(Envelope::open(sealed.slice(..5)).is_err());
     let mut wrong_version = sealed.to_vec();
@@ -305,4 +316,131 @@ async fn storage_default_get_many_falls_back_to_single_gets() {
         .expect("value");
     assert_eq!(cache.peek_many(&[a, b]).await, vec![Some(1), None]);
     assert_eq!(cache.storage_name(), "custom");
+}
+
+/// The entry under `key`, read from a memory store (it answers at once).
+fn read_now(storage: &MemoryStorage<u32>, key: CacheKey) -> Option<Stored<u32>> {
+    match storage.get(key) {
+        StorageFuture::Ready(r) => r.into_inner().unwrap(),
+        StorageFuture::Pending(_) => unreachable!("memory answers at once"),
+    }
+}
+
+/// How many of `keys` the store holds.
+fn held(storage: &MemoryStorage<u32>, keys: impl Iterator<Item = u32>) -> usize {
+    keys.filter(|i| read_now(storage, CacheKey::builder("Query.n").args(i).finish()).is_some())
+        .count()
+}
+
+#[tokio::test]
+async fn storage_eviction_lru_keeps_the_newest_and_tinylfu_the_popular() {
+    let store = |eviction| {
+        MemoryStorage::<u32>::builder()
+            .max_entries(100)
+            .eviction(eviction)
+            .build()
+    };
+    let entry = |i: u32| Entry {
+        value: i,
+        fresh_until: Instant::now() + Duration::from_secs(60),
+        stale_until: Instant::now() + Duration::from_secs(60),
+        fetched_in: Duration::ZERO,
+        references: Arc::new([]),
+        namespace: Arc::from("Query.n"),
+    };
+    let key = |i: u32| CacheKey::builder("Query.n").args(&i).finish();
+    let mut kept = Vec::new();
+    for eviction in [Eviction::Lru, Eviction::TinyLfu] {
+        let storage = store(eviction);
+        // 100 popular keys, each read ten times...
+        for i in 0..100 {
+            let _ = storage.set(key(i), entry(i), Duration::from_secs(60)).await;
+        }
+        for _ in 0..10 {
+            for i in 0..100 {
+                let _ = storage.get(key(i)).await;
+            }
+        }
+        storage.run_pending_tasks();
+        // ...then 100 keys seen once each.
+        for i in 100..200 {
+            let _ = storage.set(key(i), entry(i), Duration::from_secs(60)).await;
+            storage.run_pending_tasks();
+        }
+        kept.push((held(&storage, 0..100), held(&storage, 100..200)));
+    }
+    let (lru, tinylfu) = (kept[0], kept[1]);
+    assert!(lru.1 > 90 && lru.0 < 10, "LRU keeps the newest: {lru:?}");
+    assert!(
+        tinylfu.0 > 90 && tinylfu.1 < 10,
+        "TinyLFU keeps the popular: {tinylfu:?}"
+    );
+    assert_eq!(Eviction::parse("lru"), Ok(Eviction::Lru));
+    assert_eq!(Eviction::parse("tinylfu"), Ok(Eviction::TinyLfu));
+    assert!(Eviction::parse("fifo")
+        .unwrap_err()
+        .contains("use lru or tinylfu"));
+}
+
+#[tokio::test]
+async fn storage_keeps_an_entry_as_long_as_set_asks_and_its_fetch_duration() {
+    let storage = MemoryStorage::<u32>::new();
+    let cache: Cache<u32> = Cache::builder()
+        .ttl(Duration::from_millis(30))
+        .storage(storage.clone())
+        .build();
+    let ns = cache.namespace("Query.n");
+    let key = CacheKey::builder("Query.n").finish();
+    cache
+        .get_or_fetch(key, &ns, || async {
+            tokio::time::sleep(Duration::from_millis(25)).await;
+            Ok::<_, Infallible>(1u32)
+        })
+        .await
+        .unwrap();
+    let read = |storage: &MemoryStorage<u32>| read_now(storage, key);
+    let stored = read(&storage).expect("stored");
+    assert!(
+        stored.fetched_in >= Duration::from_millis(25),
+        "{:?}",
+        stored.fetched_in
+    );
+    // Kept past its stale window when set asks for it, never shorter.
+    let now = Instant::now();
+    let entry = |stale_until| Entry {
+        value: 2,
+        fresh_until: now,
+        stale_until,
+        fetched_in: Duration::ZERO,
+        references: Arc::new([]),
+        namespace: Arc::from("Query.n"),
+    };
+    let _ = storage
+        .set(
+            key,
+            entry(now + Duration::from_millis(10)),
+            Duration::from_millis(200),
+        )
+        .await;
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    assert_eq!(
+        read(&storage).map(|s| s.value),
+        Some(2),
+        "retained for recovery"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    storage.run_pending_tasks();
+    assert_eq!(
+        read(&storage).map(|s| s.value),
+        None,
+        "dropped when its retention ended"
+    );
+    let _ = storage
+        .set(key, entry(now + Duration::from_secs(60)), Duration::ZERO)
+        .await;
+    assert_eq!(
+        read(&storage).map(|s| s.value),
+        Some(2),
+        "never before its stale window"
+    );
 }

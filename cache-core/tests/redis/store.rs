@@ -20,6 +20,7 @@ pub fn entry(value: &str, fresh: Duration, stale: Duration, refs: &[&str]) -> En
         value: Bytes::copy_from_slice(value.as_bytes()),
         fresh_until: now + fresh,
         stale_until: now + fresh + stale,
+        fetched_in: Duration::from_millis(3),
         references: refs
             .iter()
             .map(|r| Reference::from(*r))

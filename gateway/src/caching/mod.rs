@@ -25,6 +25,15 @@
 //!
 //! **Errors are never stored**: a failed fetch is not stored, and a response that
 //! carries GraphQL errors is shared only with the callers that were waiting for it.
+//! For cache-core both are failed fetches (a piece with errors travels as the
+//! error), so the strategies' `recover` sees them: `stale-if-error` may answer with
+//! the expired entry instead, which the response then flags in its `extensions`.
+//!
+//! **Strategies** (`--strategy`, a policy's `strategies`) are cache-core's, built by
+//! name from its registry; each field's list is part of its namespace's policy. The
+//! fetch hands them what the subgraph said about its answer (`Cache-Control`) and
+//! whether the key names the caller (its policy keys by `authorization` and the
+//! request sent one), so `origin-ttl` can keep `private` answers per caller only.
 //!
 //! **Where entries live**: `tiers`. **What is configured**: `settings`.
 //!
@@ -44,7 +53,9 @@ mod references;
 mod settings;
 mod tiers;
 
-pub use settings::{CacheSettings, FieldPolicy, KeyPolicy, PolicyFile, RedisSettings, StorageKind};
+pub use settings::{
+    build_strategies, CacheSettings, FieldPolicy, KeyPolicy, PolicyFile, RedisSettings, StorageKind,
+};
 
 use crate::execute::RequestInput;
 use crate::fast_map::FastMap;
@@ -65,11 +76,29 @@ struct Slot {
     keyed_by_caller: bool,
 }
 
-/// One fetch as the cache sees it: where it is counted and stored, and its key
-/// (`None`: it bypasses the cache).
+/// One fetch as the cache sees it: where it is counted and stored, its key
+/// (`None`: it bypasses the cache), and whether that key names the caller.
 pub struct Call {
     slot: Slot,
     key: Option<CacheKey>,
+    per_caller: bool,
+}
+
+/// What the cache must know of a call's fetched piece, beyond the piece: the
+/// policy's extra references and whether the key names the caller.
+#[derive(Clone)]
+struct Keeping {
+    rule: Arc<FieldPolicy>,
+    per_caller: bool,
+}
+
+impl Call {
+    fn keeping(&self) -> Keeping {
+        Keeping {
+            rule: self.slot.rule.clone(),
+            per_caller: self.per_caller,
+        }
+    }
 }
 
 /// The gateway's resolver cache.
@@ -139,12 +168,21 @@ impl ResolverCache {
                 .cloned()
                 .unwrap_or_default(),
         );
+        // A field's own list was checked when the policy file loaded.
+        let strategies = match &rule.strategies {
+            Some(specs) => build_strategies(specs, name).unwrap_or_else(|e| {
+                tracing::warn!("{e}");
+                Vec::new()
+            }),
+            None => self.settings.strategies.clone(),
+        };
         let policy = Policy::new()
             .ttl(rule.ttl.map_or(self.settings.ttl, Duration::from_secs_f64))
             .stale(
                 rule.stale
                     .map_or(self.settings.stale, Duration::from_secs_f64),
-            );
+            )
+            .strategies(strategies);
         let kind = rule
             .storage
             .as_deref()
@@ -173,21 +211,28 @@ impl ResolverCache {
         slot.rule.skip || (input.authorization.is_some() && !slot.keyed_by_caller)
     }
 
+    /// A call of `slot` by this request under `key`.
+    fn call(slot: Slot, key: Option<CacheKey>, input: &RequestInput) -> Call {
+        let per_caller = key.is_some() && slot.keyed_by_caller && input.authorization.is_some();
+        Call {
+            slot,
+            key,
+            per_caller,
+        }
+    }
+
     /// The call for root field `root` of `plan`: keyed by its namespace, its
     /// arguments (those the policy picks) and its sub-selection, with the values of
     /// the variables it uses and of the headers the policy names.
     pub fn root_call(&self, plan: &Plan, root: &RootFetch, input: &RequestInput) -> Call {
         let slot = self.slot(&root.namespace);
         if Self::bypassed(&slot, input) {
-            return Call { slot, key: None };
+            return Self::call(slot, None, input);
         }
         let constant = root.variables.is_empty() && slot.rule.key.headers.is_empty();
         if constant {
             if let Some(&key) = root.constant_key.get() {
-                return Call {
-                    slot,
-                    key: Some(CacheKey::from_u128(key)),
-                };
+                return Self::call(slot, Some(CacheKey::from_u128(key)), input);
             }
         }
         let args: serde_json::Map<String, serde_json::Value> = root
@@ -209,10 +254,7 @@ impl ResolverCache {
         if constant {
             let _ = root.constant_key.set(key.as_u128());
         }
-        Call {
-            slot,
-            key: Some(key),
-        }
+        Self::call(slot, Some(key), input)
     }
 
     /// The call for an entity of `site` whose representation (its `__typename` and
@@ -226,7 +268,7 @@ impl ResolverCache {
     ) -> Call {
         let slot = self.slot(&site.namespace);
         if Self::bypassed(&slot, input) {
-            return Call { slot, key: None };
+            return Self::call(slot, None, input);
         }
         let selection = self.selection_part(&slot, plan, &site.selection, &site.variables, input);
         let key = slot.namespace.key(
@@ -234,10 +276,7 @@ impl ResolverCache {
                 .parent(&representation)
                 .selection(&selection.as_ref()),
         );
-        Call {
-            slot,
-            key: Some(key),
-        }
+        Self::call(slot, Some(key), input)
     }
 
     /// The selection text, followed by the values of the variables it uses and of
@@ -274,11 +313,22 @@ impl ResolverCache {
 
     /// The stored piece for `call`, when the storage has it fresh and can answer at
     /// once (counted as a hit); `None` sends the call to [`ResolverCache::fetch`].
-    pub fn hit_now(&self, call: &Call) -> Option<Piece> {
+    /// `refresher` is asked for the call's fetch (as [`ResolverCache::fetch`] takes
+    /// it) only when a strategy wants the hit refreshed early; it then runs in the
+    /// background.
+    pub fn hit_now<R, F, Fut>(&self, call: &Call, refresher: R) -> Option<Piece>
+    where
+        R: FnOnce() -> F,
+        F: Fn(Vec<usize>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Vec<Result<Piece, FetchError>>> + Send + 'static,
+    {
         let key = call.key?;
+        let keeping = call.keeping();
         self.tiers[call.slot.tier]
             .cache
-            .hit_now(key, &call.slot.namespace)
+            .hit_now(key, &call.slot.namespace, move || {
+                single(refresher(), keeping)
+            })
     }
 
     /// Resolve `calls` together: hits at once, calls in flight elsewhere joined, and
@@ -318,7 +368,7 @@ impl ResolverCache {
         }
         results
             .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(unwrap_error(CacheError::Aborted))))
+            .map(|r| r.unwrap_or_else(|| answer(Err(CacheError::Aborted))))
             .collect()
     }
 
@@ -329,21 +379,11 @@ impl ResolverCache {
         Fut: Future<Output = Vec<Result<Piece, FetchError>>> + Send + 'static,
     {
         let cache = &self.tiers[call.slot.tier].cache;
-        let rule = call.slot.rule.clone();
-        let one = move || async move {
-            let answer = fetch(vec![0]).await.pop().unwrap_or_else(|| {
-                Err(FetchError::Unavailable {
-                    subgraph: "cache".into(),
-                    detail: "the fetch returned no answer".into(),
-                })
-            });
-            answer.map(|piece| keep(piece, &rule.references))
-        };
-        match call.key {
+        let one = single(fetch, call.keeping());
+        answer(match call.key {
             Some(key) => cache.get_or_fetch(key, &call.slot.namespace, one).await,
             None => cache.bypass(&call.slot.namespace, one).await,
-        }
-        .map_err(unwrap_error)
+        })
     }
 
     /// [`ResolverCache::fetch`] for calls of one tier; `map` turns their indices into
@@ -375,13 +415,13 @@ impl ResolverCache {
                 }
             })
             .collect();
-        // The policies' own references, only when some call has any.
-        let extra: Option<Arc<[Arc<FieldPolicy>]>> = calls
+        // Each call's policy references and caller, only when some call needs them.
+        let keeping: Option<Arc<[Keeping]>> = calls
             .iter()
-            .any(|c| !c.borrow().slot.rule.references.is_empty())
-            .then(|| calls.iter().map(|c| c.borrow().slot.rule.clone()).collect());
+            .any(|c| !c.borrow().slot.rule.references.is_empty() || c.borrow().per_caller)
+            .then(|| calls.iter().map(|c| c.borrow().keeping()).collect());
         let fetch_tier = move |local: Vec<usize>| {
-            let (fetch, map, extra) = (fetch.clone(), map.clone(), extra.clone());
+            let (fetch, map, keeping) = (fetch.clone(), map.clone(), keeping.clone());
             async move {
                 let asked = match &map {
                     Some(map) => local.iter().map(|&l| map[l]).collect(),
@@ -392,8 +432,10 @@ impl ResolverCache {
                     .iter()
                     .zip(pieces)
                     .map(|(&l, piece)| {
-                        let refs = extra.as_ref().map_or(&[][..], |e| &e[l].references[..]);
-                        piece.map(|p| keep(p, refs))
+                        let (refs, per_caller) = keeping.as_ref().map_or((&[][..], false), |k| {
+                            (&k[l].rule.references[..], k[l].per_caller)
+                        });
+                        keep(piece, refs, per_caller)
                     })
                     .collect::<Vec<_>>()
             }
@@ -403,7 +445,7 @@ impl ResolverCache {
             .get_or_fetch_many(&batch, fetch_tier)
             .await
             .into_iter()
-            .map(|answer| answer.map_err(unwrap_error))
+            .map(answer)
             .collect()
     }
 
@@ -431,35 +473,90 @@ impl ResolverCache {
     }
 }
 
+/// A fetch that failed, as cache-core sees it: the subgraph could not be asked, or
+/// it answered with errors (the piece then goes to every waiter as it is, and is
+/// never stored).
+#[derive(Debug)]
+enum Failed {
+    Upstream(FetchError),
+    Answer(Piece),
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failed::Upstream(e) => e.fmt(f),
+            Failed::Answer(piece) => match piece.errors.first() {
+                Some(e) => write!(f, "the subgraph answered with errors: {}", e.message),
+                None => f.write_str("the subgraph answered with errors"),
+            },
+        }
+    }
+}
+
+impl std::error::Error for Failed {}
+
 /// A fetched piece as cache-core keeps it: with its references (the entities in it,
-/// plus the policy's), and never stored when it carries errors.
-fn keep(piece: Piece, extra: &[String]) -> Fetched<Piece> {
+/// plus the policy's), the subgraph's `Cache-Control` and whether the key names the
+/// caller; a failure when it carries errors.
+fn keep(
+    fetched: Result<Piece, FetchError>,
+    extra: &[String],
+    per_caller: bool,
+) -> Result<Fetched<Piece>, Failed> {
+    let piece = fetched.map_err(Failed::Upstream)?;
+    if !piece.errors.is_empty() {
+        return Err(Failed::Answer(piece));
+    }
     let mut refs = extra.to_vec();
     if let Some(value) = piece.value() {
         references::collect(value, &mut refs);
     }
-    let failed = !piece.errors.is_empty();
-    let fetched = Fetched::new(piece).references(refs);
-    if failed {
-        // Shared with whoever waited for it, never kept.
-        fetched.ttl(Duration::ZERO).stale(Duration::ZERO)
-    } else {
-        fetched
+    let directives = piece.cache_control;
+    Ok(Fetched::new(piece)
+        .references(refs)
+        .cache_control(directives)
+        .keyed_by_caller(per_caller))
+}
+
+/// One call's fetch as cache-core runs it, boxed.
+type OneFetch = std::pin::Pin<Box<dyn Future<Output = Result<Fetched<Piece>, Failed>> + Send>>;
+
+/// The one-call fetch cache-core runs for a call, out of the executor's `fetch`.
+fn single<F, Fut>(fetch: F, keeping: Keeping) -> impl FnOnce() -> OneFetch + Send + 'static
+where
+    F: Fn(Vec<usize>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Vec<Result<Piece, FetchError>>> + Send + 'static,
+{
+    move || {
+        Box::pin(async move {
+            let answer = fetch(vec![0]).await.pop().unwrap_or_else(|| {
+                Err(FetchError::Unavailable {
+                    subgraph: "cache".into(),
+                    detail: "the fetch returned no answer".into(),
+                })
+            });
+            keep(answer, &keeping.rule.references, keeping.per_caller)
+        })
     }
 }
 
-fn unwrap_error(error: CacheError) -> FetchError {
-    match error {
-        CacheError::Fetch(inner) => match inner.downcast_ref::<FetchError>() {
-            Some(fetch) => fetch.clone(),
-            None => FetchError::Unavailable {
-                subgraph: "cache".into(),
-                detail: inner.to_string(),
-            },
-        },
-        other => FetchError::Unavailable {
-            subgraph: "cache".into(),
-            detail: other.to_string(),
-        },
+/// What the executor gets for a call: the piece (one with errors included), or why
+/// there is none.
+fn answer(result: Result<Piece, CacheError>) -> Result<Piece, FetchError> {
+    let error = match result {
+        Ok(piece) => return Ok(piece),
+        Err(error) => error,
+    };
+    if let CacheError::Fetch(inner) = &error {
+        match inner.downcast_ref::<Failed>() {
+            Some(Failed::Answer(piece)) => return Ok(piece.clone()),
+            Some(Failed::Upstream(fetch)) => return Err(fetch.clone()),
+            None => {}
+        }
     }
+    Err(FetchError::Unavailable {
+        subgraph: "cache".into(),
+        detail: error.to_string(),
+    })
 }

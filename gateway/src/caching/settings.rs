@@ -1,12 +1,16 @@
 //! How the gateway caches: the settings from its flags (`--ttl`, `--stale`,
-//! `--storage`, `--redis`, `--invalidation`, ...) and the `--policy` file of overrides
-//! per `Type.field`.
+//! `--storage`, `--redis`, `--invalidation`, `--strategy`, `--cache-eviction`, ...)
+//! and the `--policy` file of overrides per `Type.field`.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
+use cache_core::storage::Eviction;
+use cache_core::{strategies, NamedStrategy};
 use serde::Deserialize;
+
+use crate::piece::Piece;
 
 /// Where cache entries live (`--storage`, or a policy's `storage`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -80,6 +84,26 @@ pub struct CacheSettings {
     /// (`--invalidation on`, the default). Off, entries live until their ttl whatever
     /// is written: mercurius-cache without references, for comparison.
     pub invalidation: bool,
+    /// The strategies every cached field goes through, in order (`--strategy`,
+    /// repeatable), unless its policy lists its own.
+    pub strategies: Vec<NamedStrategy<Piece>>,
+    /// Which entry the memory store evicts when full (`--cache-eviction`).
+    pub eviction: Eviction,
+}
+
+/// Builds each of `specs` (`NAME[:PARAM=VALUE,...]`) from cache-core's registry; the
+/// error names `what` (the flag or policy field) and lists the catalogue.
+pub fn build_strategies(
+    specs: &[impl AsRef<str>],
+    what: &str,
+) -> Result<Vec<NamedStrategy<Piece>>, String> {
+    specs
+        .iter()
+        .map(|spec| {
+            strategies::parse_and_build::<Piece>(spec.as_ref())
+                .map_err(|e| format!("{what} {:?}: {e}", spec.as_ref()))
+        })
+        .collect()
 }
 
 /// The `--policy` file: overrides per `Type.field`.
@@ -99,6 +123,9 @@ pub struct CacheSettings {
 ///
 /// [policy."Mutation.createUser"]
 /// invalidate = ["Feed:top", "User:*"]   # dropped after every createUser
+///
+/// [policy."Query.getPost"]
+/// strategies = ["origin-ttl", "stale-if-error:window=30s"]   # replaces --strategy here
 /// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -126,6 +153,9 @@ pub struct FieldPolicy {
     /// Where this field's entries live (`memory`, `redis`, `layered`); `--storage`
     /// when absent.
     pub storage: Option<String>,
+    /// This field's strategies (`NAME[:PARAM=VALUE,...]`, in order), replacing
+    /// `--strategy`'s list; `[]` runs none. `--strategy`'s list when absent.
+    pub strategies: Option<Vec<String>>,
 }
 
 /// Which parts of a call form its key.
@@ -165,6 +195,12 @@ impl PolicyFile {
                 StorageKind::parse(storage)
                     .map_err(|e| format!("--policy {}: {name}.storage: {e}", path.display()))?;
             }
+            if let Some(specs) = &rule.strategies {
+                build_strategies(
+                    specs,
+                    &format!("--policy {}: {name}.strategies", path.display()),
+                )?;
+            }
         }
         Ok(file)
     }
@@ -197,6 +233,14 @@ mod tests {
                 "not a storage; use memory, redis or layered",
             ),
             ("[policy.\"Query.me\"]\nttl_seconds = 1\n", "unknown field"),
+            (
+                "[policy.\"Query.me\"]\nstrategies = [\"early-refrsh\"]\n",
+                "Query.me.strategies \"early-refrsh\": there is no strategy named",
+            ),
+            (
+                "[policy.\"Query.me\"]\nstrategies = [\"early-refresh:beta=x\"]\n",
+                "expected a non-negative number",
+            ),
             ("not toml [", "--policy"),
         ] {
             let path = dir.join("p.toml");

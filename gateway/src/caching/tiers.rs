@@ -1,7 +1,8 @@
 //! Where entries live: one cache-core cache per storage kind in use (a tier), and
 //! how pieces are encoded for Redis.
 //!
-//! `--storage memory` is moka in the process; `redis` is shared by every gateway on
+//! `--storage memory` is moka in the process (bounded by `--cache-max-entries`,
+//! evicting as `--cache-eviction` says); `redis` is shared by every gateway on
 //! that Redis; `layered` puts a short-lived moka L1 in front of Redis and hears of
 //! other gateways' invalidations on a Redis channel. A policy's `storage` puts one
 //! field in another tier. `redis` and `layered` are never mixed in one gateway: they
@@ -9,7 +10,9 @@
 //! without telling its L1s.
 
 use bytes::Bytes;
-use cache_core::storage::{Codec, Encoded, LayeredStorage, RedisStats, RedisStorage};
+use cache_core::storage::{
+    Codec, Encoded, LayeredStorage, MemoryStorage, RedisStats, RedisStorage,
+};
 use cache_core::{Cache, ReportTask, StorageError};
 
 use super::settings::{CacheSettings, StorageKind};
@@ -43,7 +46,11 @@ impl Tier {
     /// Must be called inside a tokio runtime (Redis stores run a task; a report
     /// interval starts one).
     pub fn build(kind: StorageKind, settings: &CacheSettings) -> Result<Tier, String> {
-        let builder = Cache::builder().ttl(settings.ttl).stale(settings.stale);
+        let builder = Cache::builder()
+            .ttl(settings.ttl)
+            .stale(settings.stale)
+            // stale-if-error's answers are flagged in the response's extensions.
+            .mark_served_stale(|piece: &Piece, stale_for| piece.served_stale(stale_for));
         let redis = match kind {
             StorageKind::Memory => None,
             _ => {
@@ -71,7 +78,14 @@ impl Tier {
                 layered = Some(l1.clone());
                 builder.storage(l1).build()
             }
-            _ => builder.max_entries(settings.max_entries).build(),
+            _ => builder
+                .storage(
+                    MemoryStorage::builder()
+                        .max_entries(settings.max_entries)
+                        .eviction(settings.eviction)
+                        .build(),
+                )
+                .build(),
         };
         let report = settings
             .report_interval
@@ -87,25 +101,14 @@ impl Tier {
 }
 
 /// Prometheus text for the tiers: the per-namespace counters summed over tiers
-/// (`gateway_cache_*_total`), Redis's commands and round trips (`gateway_redis_*`),
+/// (`gateway_cache_*_total`, with the strategies' decisions in
+/// `gateway_cache_strategy_decisions_total`), Redis's commands and round trips (`gateway_redis_*`),
 /// and the layered store's L1/L2 hits and invalidation messages.
 pub fn prometheus(tiers: &[Tier]) -> String {
     let mut stats = cache_core::StatsSnapshot::default();
     for tier in tiers {
-        for ns in tier.cache.stats().namespaces {
-            match stats
-                .namespaces
-                .iter_mut()
-                .find(|n| n.namespace == ns.namespace)
-            {
-                Some(sum) => sum.merge(&ns),
-                None => stats.namespaces.push(ns),
-            }
-        }
+        stats.merge(&tier.cache.stats());
     }
-    stats
-        .namespaces
-        .sort_by(|a, b| a.namespace.cmp(&b.namespace));
     let mut out = stats.to_prometheus("gateway_cache");
     let redis: Vec<RedisStats> = tiers
         .iter()

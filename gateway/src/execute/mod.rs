@@ -14,7 +14,9 @@
 //! under its own key first; only the misses go into the request, and a miss that
 //! another request is already fetching is joined instead. Lookups the store answers
 //! at once (memory) are made before any future is built, level after level, so a
-//! request that is all hits completes in its first poll. Without a cache, every
+//! request that is all hits completes in its first poll (a hit a strategy wants
+//! refreshed early gets a one-item wave of its own, run in the background by the
+//! cache). Without a cache, every
 //! fetch goes upstream (identical entities of one wave still share one
 //! representation).
 //!
@@ -115,6 +117,10 @@ struct Found {
 
 type Boxed<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
+/// A background refresh's fetch.
+type Refetch =
+    Pin<Box<dyn Future<Output = Vec<Result<Piece, crate::upstream::FetchError>>> + Send>>;
+
 impl Executor {
     /// Execute `plan` for one request.
     pub async fn run(&self, plan: &Arc<Plan>, input: &Arc<RequestInput>) -> Outcome {
@@ -135,7 +141,9 @@ impl Executor {
             for (i, root) in plan.roots.iter().enumerate() {
                 let call = self.cache.as_ref().map(|c| c.root_call(plan, root, input));
                 let hit = match (&self.cache, &call) {
-                    (Some(cache), Some(call)) => cache.hit_now(call),
+                    (Some(cache), Some(call)) => cache.hit_now(call, || {
+                        self.refetch(plan, input, root.subgraph, Item::Root(i))
+                    }),
                     _ => None,
                 };
                 match hit {
@@ -226,14 +234,33 @@ impl Executor {
         self.waves(plan, next, input, found).await;
     }
 
+    /// A fetch of `item` alone, as the cache takes it: what a background refresh of
+    /// its cached entry runs (boxed: it is built only when a refresh starts).
+    fn refetch(
+        &self,
+        plan: &Arc<Plan>,
+        input: &Arc<RequestInput>,
+        subgraph: SubgraphId,
+        item: Item,
+    ) -> impl Fn(Vec<usize>) -> Refetch + Send + Sync + 'static {
+        let wave = Arc::new(Wave::new(
+            self.upstream.clone(),
+            plan.clone(),
+            input.clone(),
+            subgraph,
+            vec![item],
+        ));
+        move |asked| Box::pin(wave.clone().fetch(asked))
+    }
+
     /// Answer what the cache has at once among `calls`, and among the calls their
     /// answers lead to, level after level; record calls that cannot be made. Returns
     /// the calls that need a fetch, each with its cache call.
     fn hits<'a>(
         &self,
-        plan: &'a Plan,
+        plan: &'a Arc<Plan>,
         mut calls: Vec<EntityCall<'a>>,
-        input: &RequestInput,
+        input: &Arc<RequestInput>,
         found: &Mutex<Found>,
     ) -> Vec<EntityCall<'a>> {
         let mut misses = Vec::new();
@@ -256,7 +283,14 @@ impl Executor {
                 };
                 let site = &plan.sites[call.site as usize];
                 let cached = cache.entity_call(plan, site, representation, input);
-                match cache.hit_now(&cached) {
+                let refresher = || {
+                    let item = Item::Entity {
+                        site: call.site,
+                        representation: representation.as_str().into(),
+                    };
+                    self.refetch(plan, input, site.subgraph, item)
+                };
+                match cache.hit_now(&cached, refresher) {
                     Some(piece) => {
                         collect::entity_fields(plan, &call, &piece, &mut next);
                         found

@@ -155,11 +155,10 @@ impl Wave {
                     [PathItem::Key(k), rest @ ..] if k == key => Some(rest),
                     _ => None,
                 });
-                Ok(Piece::new(
-                    response.tape.clone(),
-                    value.map(|v| v.index()),
-                    errors,
-                ))
+                Ok(
+                    Piece::new(response.tape.clone(), value.map(|v| v.index()), errors)
+                        .with_cache_control(response.cache_control),
+                )
             })
             .collect()
     }
@@ -265,7 +264,7 @@ fn split_entities(
                 }
                 _ => Piece::new(response.tape.clone(), None, errors),
             };
-            out[pos] = Some(Ok(piece));
+            out[pos] = Some(Ok(piece.with_cache_control(response.cache_control)));
         }
     }
     out.into_iter()

@@ -13,6 +13,9 @@
 //!
 //! A connection is kept for the next exchange unless the subgraph said `connection:
 //! close`, answered HTTP/1.0 without keep-alive, or delimited the body by closing.
+//!
+//! Of the answer's other headers only `cache-control` is read (parsed into its
+//! directives at once, for the `origin-ttl` strategy).
 
 use std::future::Future;
 use std::io::IoSlice;
@@ -20,6 +23,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
+use cache_core::CacheDirectives;
 use hyper::header::HeaderValue;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -80,6 +84,7 @@ struct Framing {
     head_len: usize,
     body: BodyLength,
     keep_alive: bool,
+    cache_control: Option<CacheDirectives>,
 }
 
 enum BodyLength {
@@ -121,8 +126,8 @@ impl Connection {
         }
     }
 
-    /// Send one request and read its whole answer: the status and the body, and
-    /// whether the connection can be used again.
+    /// Send one request and read its whole answer: the status and the body, whether
+    /// the connection can be used again, and the answer's `cache-control`.
     pub async fn exchange(
         &mut self,
         head: &RequestHead,
@@ -130,7 +135,7 @@ impl Connection {
         authorization: Option<&HeaderValue>,
         deadline: Instant,
         max_body: usize,
-    ) -> Result<(u16, Bytes, bool), ExchangeError> {
+    ) -> Result<Exchanged, ExchangeError> {
         if self.timer.is_elapsed() {
             self.timer.as_mut().reset(deadline);
         }
@@ -160,6 +165,10 @@ impl Connection {
     }
 }
 
+/// An exchange's answer: status, body, whether the connection is reusable, and the
+/// answer's `cache-control` directives.
+pub type Exchanged = (u16, Bytes, bool, Option<CacheDirectives>);
+
 fn io_error(e: std::io::Error, answered: bool) -> ExchangeError {
     ExchangeError::Io {
         detail: e.to_string(),
@@ -174,7 +183,7 @@ async fn exchange(
     body: &Bytes,
     authorization: Option<&HeaderValue>,
     max_body: usize,
-) -> Result<(u16, Bytes, bool), ExchangeError> {
+) -> Result<Exchanged, ExchangeError> {
     // The head's variable part: the length, the caller's authorization, the end.
     let mut tail = itoa::Buffer::new().format(body.len()).as_bytes().to_vec();
     if let Some(auth) = authorization {
@@ -252,7 +261,7 @@ async fn exchange(
             (buffer.split().freeze(), false)
         }
     };
-    Ok((framing.status, body, reusable))
+    Ok((framing.status, body, reusable, framing.cache_control))
 }
 
 /// Write every slice, however the kernel splits the writes.
@@ -293,6 +302,7 @@ fn parse_head(buffer: &mut BytesMut) -> Result<Option<Framing>, ExchangeError> {
         let mut keep_alive = response.version == Some(1);
         let mut length = None;
         let mut chunked = false;
+        let mut cache_control = None;
         for header in response.headers.iter() {
             let name = header.name;
             if name.eq_ignore_ascii_case("content-length") {
@@ -307,6 +317,8 @@ fn parse_head(buffer: &mut BytesMut) -> Result<Option<Framing>, ExchangeError> {
                     .rsplit(|&b| b == b',')
                     .next()
                     .is_some_and(|coding| coding.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+            } else if name.eq_ignore_ascii_case("cache-control") {
+                cache_control = Some(CacheDirectives::parse(header.value));
             } else if name.eq_ignore_ascii_case("connection") {
                 let value = header.value.trim_ascii();
                 if value.eq_ignore_ascii_case(b"close") {
@@ -331,6 +343,7 @@ fn parse_head(buffer: &mut BytesMut) -> Result<Option<Framing>, ExchangeError> {
             head_len,
             body,
             keep_alive,
+            cache_control,
         }));
     }
 }

@@ -20,7 +20,8 @@
 //! it is open, a request fails at once with [`FetchError::BreakerOpen`], which the
 //! response reports at every field the fetch was for, with its path; the other
 //! subgraphs' fields resolve as usual. A request cancelled mid-way (its client went
-//! away) gives no verdict.
+//! away) gives no verdict. The answer's `Cache-Control` travels with it, for the
+//! cache's `origin-ttl` strategy.
 
 mod http1;
 mod settings;
@@ -31,6 +32,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use cache_core::breaker::{Breaker, Permit};
+use cache_core::CacheDirectives;
 use hyper::header::HeaderValue;
 use hyper::Uri;
 use parking_lot::Mutex;
@@ -59,6 +61,8 @@ pub struct UpstreamResponse {
     /// The tape index of `data`, when present and not null.
     pub data: Option<u32>,
     pub errors: Vec<UpstreamError>,
+    /// The answer's `Cache-Control` directives, if it had the header.
+    pub cache_control: Option<CacheDirectives>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -217,11 +221,16 @@ impl Upstream {
                 .exchange(endpoint, &request, attempt == 0, deadline)
                 .await
             {
-                Ok((status, body)) => {
+                Ok((status, body, cache_control)) => {
                     judge(permit, status < 500);
-                    return parse_response(&endpoint.name, status, body).inspect_err(|_| {
-                        self.metrics.upstream_error(request.subgraph);
-                    });
+                    return parse_response(&endpoint.name, status, body)
+                        .map(|response| UpstreamResponse {
+                            cache_control,
+                            ..response
+                        })
+                        .inspect_err(|_| {
+                            self.metrics.upstream_error(request.subgraph);
+                        });
                 }
                 Err(failure) => {
                     self.metrics.upstream_error(request.subgraph);
@@ -308,14 +317,15 @@ impl Upstream {
         out
     }
 
-    /// One exchange on a pooled or new connection: the status and the whole body.
+    /// One exchange on a pooled or new connection: the status, the whole body and
+    /// the answer's `cache-control`.
     async fn exchange(
         &self,
         endpoint: &Endpoint,
         request: &SubgraphRequest<'_>,
         pooled: bool,
         deadline: tokio::time::Instant,
-    ) -> Result<(u16, Bytes), Failure> {
+    ) -> Result<(u16, Bytes, Option<CacheDirectives>), Failure> {
         let now = tokio::time::Instant::now();
         let timed_out = || Failure {
             error: FetchError::Timeout {
@@ -338,7 +348,7 @@ impl Upstream {
             )
             .await;
         match outcome {
-            Ok((status, body, reusable)) => {
+            Ok((status, body, reusable, cache_control)) => {
                 if reusable {
                     connection.set_idle(now);
                     let mut idle = endpoint.idle.lock();
@@ -346,7 +356,7 @@ impl Upstream {
                         idle.push(connection);
                     }
                 }
-                Ok((status, body))
+                Ok((status, body, cache_control))
             }
             Err(ExchangeError::Timeout) => Err(timed_out()),
             Err(ExchangeError::TooLarge) => Err(Failure {
@@ -499,5 +509,6 @@ fn parse_response(
         tape: Arc::new(tape),
         data,
         errors,
+        cache_control: None,
     })
 }

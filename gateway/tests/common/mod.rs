@@ -88,6 +88,8 @@ pub fn cache(ttl: f64) -> Option<gateway::caching::CacheSettings> {
         report_interval: None,
         policies: Default::default(),
         invalidation: true,
+        strategies: Vec::new(),
+        eviction: Default::default(),
     })
 }
 
@@ -144,12 +146,7 @@ impl Lab {
         post_delay: Duration,
         tweak: impl FnOnce(&mut GatewayConfig),
     ) -> Lab {
-        Lab::start_custom(
-            post_router_delayed(post_delay),
-            gateway::load::LoadLimits::NONE,
-            tweak,
-        )
-        .await
+        Lab::start_over(user_router(), post_router_delayed(post_delay), tweak).await
     }
 
     /// With `post` as post-service's router, and the gateway shedding load past
@@ -159,23 +156,33 @@ impl Lab {
         limits: gateway::load::LoadLimits,
         tweak: impl FnOnce(&mut GatewayConfig),
     ) -> Lab {
-        let user = Server::start(user_router()).await;
-        let post = Server::start(post).await;
-        let mut cfg = config(vec![
-            Subgraph {
-                name: "user".into(),
-                url: user.url(),
-            },
-            Subgraph {
-                name: "post".into(),
-                url: post.url(),
-            },
-        ]);
-        tweak(&mut cfg);
-        let app = gateway::startup::build_app(&cfg)
-            .await
-            .expect("gateway starts");
-        let gateway = Server::start(gateway::server::router_with_limits(app, limits)).await;
+        Lab::start_limited(user_router(), post, limits, tweak).await
+    }
+
+    /// Over subgraphs of the test's making (faults, `Cache-Control`, ...).
+    pub async fn start_over(
+        user_router: Router,
+        post_router: Router,
+        tweak: impl FnOnce(&mut GatewayConfig),
+    ) -> Lab {
+        Lab::start_limited(
+            user_router,
+            post_router,
+            gateway::load::LoadLimits::NONE,
+            tweak,
+        )
+        .await
+    }
+
+    async fn start_limited(
+        user_router: Router,
+        post_router: Router,
+        limits: gateway::load::LoadLimits,
+        tweak: impl FnOnce(&mut GatewayConfig),
+    ) -> Lab {
+        let user = Server::start(user_router).await;
+        let post = Server::start(post_router).await;
+        let gateway = gateway_limited(&user, &post, limits, tweak).await;
         Lab {
             user,
             post,
@@ -266,6 +273,39 @@ impl Lab {
         let text = self.metrics(server).await;
         metric(&text, name).unwrap_or_else(|| panic!("{name} missing from:\n{text}")) as u64
     }
+}
+
+/// Another in-process gateway over `user` and `post`, configured by `tweak`.
+pub async fn gateway_over(
+    user: &Server,
+    post: &Server,
+    tweak: impl FnOnce(&mut GatewayConfig),
+) -> Server {
+    gateway_limited(user, post, gateway::load::LoadLimits::NONE, tweak).await
+}
+
+/// The same, shedding load past `limits`.
+pub async fn gateway_limited(
+    user: &Server,
+    post: &Server,
+    limits: gateway::load::LoadLimits,
+    tweak: impl FnOnce(&mut GatewayConfig),
+) -> Server {
+    let mut cfg = config(vec![
+        Subgraph {
+            name: "user".into(),
+            url: user.url(),
+        },
+        Subgraph {
+            name: "post".into(),
+            url: post.url(),
+        },
+    ]);
+    tweak(&mut cfg);
+    let app = gateway::startup::build_app(&cfg)
+        .await
+        .expect("gateway starts");
+    Server::start(gateway::server::router_with_limits(app, limits)).await
 }
 
 /// A free TCP port on 127.0.0.1.
@@ -401,4 +441,12 @@ pub fn metric(text: &str, name: &str) -> Option<f64> {
         })
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse().ok())
+}
+
+/// The lab's policy that keys `Query.me` by the `authorization` header
+/// (`experiments/policies/me-by-user.toml`).
+pub fn me_keyed_by_caller() -> gateway::caching::PolicyFile {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../experiments/policies/me-by-user.toml");
+    gateway::caching::PolicyFile::load(&path).expect("experiments/policies/me-by-user.toml loads")
 }

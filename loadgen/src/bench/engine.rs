@@ -224,7 +224,7 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchResult> {
                     .enable_all()
                     .build()
                     .context("building a worker runtime")?;
-                let recorder = RefCell::new(Recorder::new(open_loop));
+                let recorder = RefCell::new(Recorder::new(open_loop).timed_from(measure_start));
                 let writes = RefCell::new(Recorder::new(true));
                 let freshness = workload
                     .as_deref()

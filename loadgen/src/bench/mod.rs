@@ -3,7 +3,8 @@
 //! Split the way a request travels (as in oha): [`request_template`] prepares the one
 //! request of the one-query form; [`client`] drives a connection in a closed or open
 //! loop; [`outcome`] classifies each answer; [`recorder`] keeps per-thread HDR
-//! histograms and counters, merged at the end; [`engine`] runs threads, warm-up and
+//! histograms and counters, merged at the end, and [`timeline`] the same per second
+//! of the window; [`engine`] runs threads, warm-up and
 //! window and accounts for loadgen's own CPU; [`progress`] draws the live line;
 //! [`report`] prints the result as text or JSON.
 //!
@@ -16,3 +17,4 @@ pub mod progress;
 pub mod recorder;
 pub mod report;
 pub mod request_template;
+pub mod timeline;

@@ -12,6 +12,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::outcome::Outcome;
+use crate::bench::timeline::Timeline;
 
 /// Significant figures kept by every latency histogram.
 pub const SIGNIFICANT_FIGURES: u8 = 3;
@@ -113,6 +114,8 @@ pub struct Recorder {
     pub last_completion: Option<Instant>,
     /// Present in open-loop runs only.
     pub schedule: Option<ScheduleRecord>,
+    /// The window second by second, when the run keeps one ([`Recorder::timed_from`]).
+    pub timeline: Option<Timeline>,
 }
 
 impl Recorder {
@@ -127,7 +130,14 @@ impl Recorder {
             errors: ErrorCounts::default(),
             last_completion: None,
             schedule: open_loop.then(ScheduleRecord::new),
+            timeline: None,
         }
+    }
+
+    /// The same recorder, keeping a per-second timeline from `window_start`.
+    pub fn timed_from(mut self, window_start: Instant) -> Recorder {
+        self.timeline = Some(Timeline::new(window_start));
+        self
     }
 
     /// Record one finished request. `latency` is what goes into the main histogram.
@@ -156,6 +166,9 @@ impl Recorder {
             self.responses += 1;
             self.body_bytes += body_bytes as u64;
             self.latency.saturating_record(micros(latency));
+        }
+        if let Some(timeline) = &mut self.timeline {
+            timeline.record(outcome, latency, finished);
         }
         if self.last_completion.is_none_or(|t| finished > t) {
             self.last_completion = Some(finished);
@@ -206,6 +219,11 @@ impl Recorder {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
+        match (&mut self.timeline, &other.timeline) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs),
+            (None, Some(theirs)) => self.timeline = Some(theirs.clone()),
+            _ => {}
+        }
         if let (Some(mine), Some(theirs)) = (&mut self.schedule, &other.schedule) {
             mine.scheduled += theirs.scheduled;
             mine.sent_in_window += theirs.sent_in_window;

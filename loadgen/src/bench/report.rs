@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bench::engine::{BenchPlan, BenchResult, LoadgenCpu, StopRule};
 use crate::bench::recorder::{ErrorCounts, LatencySummary};
+use crate::bench::timeline::Second;
 use crate::workload::WorkloadReport;
 
 /// Version tag of the JSON object, bumped on incompatible changes.
@@ -63,6 +64,9 @@ pub struct BenchReport {
     /// With a workload: per operation, and the freshness of every checked read.
     #[serde(default)]
     pub workload: Option<WorkloadReport>,
+    /// The window second by second (whole seconds of a window of fixed length).
+    #[serde(default)]
+    pub timeline: Vec<Second>,
 }
 
 /// Open-loop figures: the schedule and the uncorrected view.
@@ -148,6 +152,10 @@ impl BenchReport {
             workload: match (&plan.workload, &result.freshness) {
                 (Some(w), Some(f)) => Some(f.report(w, seconds)),
                 _ => None,
+            },
+            timeline: match (&r.timeline, plan.stop) {
+                (Some(t), StopRule::After(d)) => t.seconds(d.as_secs() as usize),
+                _ => Vec::new(),
             },
         }
     }

@@ -19,12 +19,15 @@ use super::profile::{ProfileFigures, ProfileOutcome};
 use super::record::{QueryRecord, RedisRecord, RunRecord, ServiceRecord};
 use super::redis_server;
 use super::sampling::{summed, CpuWatch, ProcessCpu};
-use super::scraping::{scrape_all, Scrape, WindowMetrics};
+use super::scraping::{
+    scrape_all, subgraph_requests, upstream_every_second, Scrape, WindowMetrics,
+};
 use super::settings::{Binaries, RunSettings, GATEWAY, POST_SERVICE, USER_SERVICE};
 use super::summary::{InstanceFigures, Measurement};
 use crate::bench::engine::{self, BenchPlan, StopRule};
 use crate::bench::report::BenchReport;
 use crate::bench::request_template::{BodySource, RequestTemplate};
+use crate::bench::timeline::PeakToMean;
 use crate::proc_usage;
 
 /// How often the gateway's VmRSS is read during warm-up and window.
@@ -224,6 +227,13 @@ fn measure_window(
         ))
     });
     let before = rt.block_on(scrape_all(&scrape_targets));
+    // The subgraphs' requests second by second, from the window's start.
+    let upstream_timeline = rt.spawn(upstream_every_second(
+        vec![stack.user.0.addr, stack.post.0.addr],
+        window_started,
+        ctx.settings.duration().as_secs(),
+        before.as_ref().ok().and_then(subgraph_requests),
+    ));
     let redis_before = stack
         .redis
         .as_ref()
@@ -246,6 +256,11 @@ fn measure_window(
         .map(|pid| proc_usage::peak_rss_bytes(*pid))
         .collect();
     let after = rt.block_on(scrape_all(&scrape_targets));
+    let mut report = report;
+    let upstream_seconds = rt.block_on(upstream_timeline).unwrap_or_default();
+    for (second, upstream) in report.timeline.iter_mut().zip(upstream_seconds) {
+        second.upstream_requests = upstream;
+    }
     let redis_after = stack
         .redis
         .as_ref()
@@ -544,6 +559,15 @@ fn round_output(
         cpu: cpu_figures,
         workload: report.workload.clone(),
         profile: figures.clone(),
+        upstream_per_second: PeakToMean::of(
+            report.timeline.iter().filter_map(|s| s.upstream_requests),
+        ),
+        strategy_decisions: metrics.gateway_by(
+            "gateway_cache_strategy_decisions_total",
+            &["strategy", "decision"],
+        ),
+        stale_served: metrics.gateway_sum("gateway_cache_stale_total"),
+        timeline: report.timeline.clone(),
     };
     let record = RunRecord {
         round,

@@ -80,7 +80,7 @@ fn choose_profiler(experiment: &Experiment) -> anyhow::Result<Profiler> {
     }
 }
 
-/// `summary.md`, `chart.svg` and (for workloads) `tradeoff.svg` of a run; returns the
+/// `summary.md`, `chart.svg`, `timeline.svg` and (for workloads) `tradeoff.svg` of a run; returns the
 /// Markdown.
 fn write_renderings(out: &Path, summary: &Summary, machine: &str) -> anyhow::Result<String> {
     let markdown = summary.to_markdown(machine);
@@ -91,6 +91,9 @@ fn write_renderings(out: &Path, summary: &Summary, machine: &str) -> anyhow::Res
     }
     if let Some(svg) = render::overload::render(summary) {
         std::fs::write(out.join("overload.svg"), svg)?;
+    }
+    if let Some(svg) = render::timeline::render(summary) {
+        std::fs::write(out.join("timeline.svg"), svg)?;
     }
     Ok(markdown)
 }

@@ -3,10 +3,13 @@
 //! change here), and the window's differences.
 //!
 //! The runner scrapes every service at the start and the end of a measured window and
-//! works with the difference ([`Scrape::delta`], [`WindowMetrics`]).
+//! works with the difference ([`Scrape::delta`], [`WindowMetrics`]); it also reads the
+//! subgraphs' request counters once a second through the window
+//! ([`upstream_every_second`]) for the run's timeline.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::time::{Duration, Instant};
 
 use anyhow::bail;
 
@@ -35,6 +38,51 @@ pub async fn scrape_all(
         all.insert(name.to_string(), scraped);
     }
     Ok(all)
+}
+
+/// The subgraphs' requests in each whole second of a window of `seconds` seconds that
+/// starts at `start`: their `subgraph_requests_total` summed, read at every second's
+/// edge after the first (`first`: the window's own starting scrape), differenced. A
+/// second whose edge could not be read is `None`.
+pub async fn upstream_every_second(
+    subgraphs: Vec<SocketAddr>,
+    start: Instant,
+    seconds: u64,
+    first: Option<f64>,
+) -> Vec<Option<f64>> {
+    let mut readings = Vec::with_capacity(seconds as usize + 1);
+    readings.push(first);
+    for k in 1..=seconds {
+        tokio::time::sleep_until((start + Duration::from_secs(k)).into()).await;
+        let mut total = Some(0.0);
+        for addr in &subgraphs {
+            let count = scrape(*addr)
+                .await
+                .ok()
+                .and_then(|s| s.sum("subgraph_requests_total"));
+            total = total.zip(count).map(|(a, b)| a + b);
+        }
+        readings.push(total);
+    }
+    readings
+        .windows(2)
+        .map(|edge| match (edge[0], edge[1]) {
+            (Some(a), Some(b)) => Some((b - a).max(0.0)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The subgraphs' `subgraph_requests_total` summed, in one scrape of every service.
+pub fn subgraph_requests(scrapes: &BTreeMap<String, Scrape>) -> Option<f64> {
+    [USER_SERVICE, POST_SERVICE]
+        .iter()
+        .map(|name| {
+            scrapes
+                .get(*name)
+                .and_then(|s| s.sum("subgraph_requests_total"))
+        })
+        .sum()
 }
 
 /// Every service's metric differences over the window.
@@ -89,6 +137,26 @@ impl WindowMetrics {
             (Some(u), Some(p)) => Some(u + p),
             _ => self.gateway_sum("gateway_upstream_requests_total"),
         }
+    }
+
+    /// A gateway counter summed over the instances per value of its labels `labels`
+    /// (joined with `/`): `gateway_cache_strategy_decisions_total` by strategy and
+    /// decision, for instance.
+    pub fn gateway_by(&self, metric: &str, labels: &[&str]) -> BTreeMap<String, f64> {
+        let mut out = BTreeMap::new();
+        for name in &self.gateways {
+            let Some(delta) = self.delta.get(name) else {
+                continue;
+            };
+            for sample in delta.samples.iter().filter(|s| s.name == metric) {
+                let key: Vec<&str> = labels
+                    .iter()
+                    .map(|l| sample.labels.get(*l).map_or("", String::as_str))
+                    .collect();
+                *out.entry(key.join("/")).or_insert(0.0) += sample.value;
+            }
+        }
+        out
     }
 
     /// Every series' difference, per service, for the record.

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::profile::ProfileFigures;
 use super::sampling::ProcessCpu;
 use crate::bench::recorder::ErrorCounts;
+use crate::bench::timeline::{PeakToMean, Second};
 use crate::workload::WorkloadReport;
 
 /// Version tag of `summary.json`.
@@ -127,6 +128,19 @@ pub struct Measurement {
     /// scheduled in the window that were never answered, and whether the rate held.
     #[serde(default)]
     pub open_loop: Option<OpenLoopFigures>,
+    /// Subgraph requests per second over the window: peak, mean and peak/mean.
+    #[serde(default)]
+    pub upstream_per_second: Option<PeakToMean>,
+    /// Δ`gateway_cache_strategy_decisions_total` by `strategy/decision`, all fields
+    /// summed (`stale-if-error/served_stale`, `early-refresh/early_refresh`, ...).
+    #[serde(default)]
+    pub strategy_decisions: BTreeMap<String, f64>,
+    /// Δ`gateway_cache_stale_total`: calls answered from a stale entry.
+    #[serde(default)]
+    pub stale_served: Option<f64>,
+    /// The window second by second: client req/s, errors, p99, subgraph requests.
+    #[serde(default)]
+    pub timeline: Vec<Second>,
 }
 
 /// An open-loop round's schedule, as sent.
@@ -384,6 +398,10 @@ pub(crate) mod fixtures {
             cpu: Vec::new(),
             workload: None,
             profile: None,
+            upstream_per_second: None,
+            strategy_decisions: BTreeMap::new(),
+            stale_served: None,
+            timeline: Vec::new(),
         }
     }
 }

@@ -246,6 +246,7 @@ impl Summary {
                  hit ratio per gateway is each instance's own, in start order."
             );
         }
+        out.push_str(&super::timeline::markdown(self));
         if !self.warnings.is_empty() {
             let _ = writeln!(out, "\n**Notes**\n");
             for w in &self.warnings {

@@ -1,7 +1,9 @@
 //! What a person reads from a run: `summary.md` ([`markdown`]), the bar chart of req/s
 //! and p99 ([`chart`]), for workloads the trade-off of throughput against stale reads
-//! ([`tradeoff`]), and for open-loop sweeps the overload curve ([`overload`]).
+//! ([`tradeoff`]), for open-loop sweeps the overload curve ([`overload`]), and the
+//! window second by second ([`timeline`]).
 pub mod chart;
 pub mod markdown;
 pub mod overload;
+pub mod timeline;
 pub mod tradeoff;
