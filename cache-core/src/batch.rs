@@ -33,9 +33,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::runtime::Handle;
-
-use crate::cache::{spawn_refresh, Answer, Waited};
+use crate::cache::{Answer, Waited};
 use crate::error::{CacheError, FetchError};
 use crate::inflight::{Claim, Flight, LeaderGuard};
 use crate::key::CacheKey;
@@ -142,20 +140,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         if now >= stored.fresh_until {
             return None;
         }
-        namespace.counters().incr(Counter::Hits);
-        if strategies {
-            if let Some((runtime, flight)) = inner.refresh_early(namespace, key, &stored, now) {
-                spawn_refresh(
-                    &self.inner,
-                    &runtime,
-                    namespace,
-                    key,
-                    flight,
-                    refresher(),
-                    None,
-                );
-            }
-        }
+        self.fresh_hit(namespace, key, &stored, now, strategies, refresher);
         Some(stored.value)
     }
 
@@ -380,43 +365,28 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         let now = Instant::now();
         for (&(i, key), seen) in to_read.iter().zip(seen) {
             let namespace = calls[i].namespace();
-            let counters = namespace.counters();
             let strategies = !namespace.policy().strategies.is_empty();
             let mut previous = None;
             if let Some(stored) = found.next().flatten() {
                 if now < stored.fresh_until {
-                    counters.incr(Counter::Hits);
-                    if strategies {
-                        if let Some((runtime, flight)) =
-                            inner.refresh_early(namespace, key, &stored, now)
-                        {
-                            let one = one_of(fetch.clone(), i);
-                            spawn_refresh(&self.inner, &runtime, namespace, key, flight, one, None);
-                        }
-                    }
+                    let refresher = || one_of(fetch.clone(), i);
+                    self.fresh_hit(namespace, key, &stored, now, strategies, refresher);
                     results[i] = Some(Ok(stored.value));
                     continue;
                 }
-                if now < stored.stale_until {
-                    if let Ok(runtime) = Handle::try_current() {
-                        counters.incr(Counter::Stale);
-                        if let Some(flight) = inner.inflight.claim_refresh(key) {
-                            counters.incr(Counter::Refreshes);
-                            let one = one_of(fetch.clone(), i);
-                            let previous = strategies.then(|| stored.clone());
-                            spawn_refresh(
-                                &self.inner,
-                                &runtime,
-                                namespace,
-                                key,
-                                flight,
-                                one,
-                                previous,
-                            );
-                        }
-                        results[i] = Some(Ok(stored.value));
-                        continue;
-                    }
+                if now < stored.stale_until
+                    && self
+                        .stale_hit(
+                            namespace,
+                            key,
+                            &stored,
+                            strategies,
+                            one_of(fetch.clone(), i),
+                        )
+                        .is_ok()
+                {
+                    results[i] = Some(Ok(stored.value));
+                    continue;
                 }
                 previous = strategies.then_some(stored);
             }

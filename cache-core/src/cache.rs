@@ -321,7 +321,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         &self,
         key: CacheKey,
         namespace: &Namespace<V>,
-        fetch: F,
+        mut fetch: F,
     ) -> Result<V, CacheError>
     where
         F: FnOnce() -> Fut + Send + 'static,
@@ -345,43 +345,15 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                 if let Some(stored) = found {
                     let now = Instant::now();
                     if now < stored.fresh_until {
-                        counters.incr(Counter::Hits);
-                        if strategies {
-                            if let Some((runtime, flight)) =
-                                inner.refresh_early(namespace, key, &stored, now)
-                            {
-                                spawn_refresh(
-                                    &self.inner,
-                                    &runtime,
-                                    namespace,
-                                    key,
-                                    flight,
-                                    fetch,
-                                    None,
-                                );
-                            }
-                        }
+                        self.fresh_hit(namespace, key, &stored, now, strategies, || fetch);
                         return Ok(stored.value);
                     }
                     if now < stored.stale_until {
-                        // Without a runtime there is nowhere to refresh:
-                        // fall through and fetch like a miss.
-                        if let Ok(runtime) = Handle::try_current() {
-                            counters.incr(Counter::Stale);
-                            if let Some(flight) = inner.inflight.claim_refresh(key) {
-                                counters.incr(Counter::Refreshes);
-                                let previous = strategies.then(|| stored.clone());
-                                spawn_refresh(
-                                    &self.inner,
-                                    &runtime,
-                                    namespace,
-                                    key,
-                                    flight,
-                                    fetch,
-                                    previous,
-                                );
-                            }
-                            return Ok(stored.value);
+                        // Without a runtime there is nowhere to refresh: `fetch` comes
+                        // back, and the call goes on like a miss.
+                        match self.stale_hit(namespace, key, &stored, strategies, fetch) {
+                            Ok(()) => return Ok(stored.value),
+                            Err(unused) => fetch = unused,
                         }
                     }
                     previous = strategies.then_some(stored);
@@ -903,6 +875,81 @@ where
     inner
         .settle(namespace, key, flight, guard, answer, previous.as_ref())
         .await
+}
+
+impl<V: Clone + Send + Sync + 'static> Cache<V> {
+    /// A fresh entry of `key` was found: the hit is counted and, when one of the
+    /// namespace's strategies asks for it, an early refresh starts in the background
+    /// (at most one in flight per key). `refresher` makes that refresh's fetch, and
+    /// only runs when one starts.
+    pub(crate) fn fresh_hit<F, Fut, T, E>(
+        &self,
+        namespace: &Namespace<V>,
+        key: CacheKey,
+        stored: &Stored<V>,
+        now: Instant,
+        strategies: bool,
+        refresher: impl FnOnce() -> F,
+    ) where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Into<Fetched<V>> + Send + 'static,
+        E: Into<Box<dyn StdError + Send + Sync>> + Send + 'static,
+    {
+        namespace.counters().incr(Counter::Hits);
+        if strategies {
+            if let Some((runtime, flight)) = self.inner.refresh_early(namespace, key, stored, now) {
+                spawn_refresh(
+                    &self.inner,
+                    &runtime,
+                    namespace,
+                    key,
+                    flight,
+                    refresher(),
+                    None,
+                );
+            }
+        }
+    }
+
+    /// An expired entry of `key` within its stale window was found: it is served,
+    /// counted, and refreshed once in the background by `fetch` (unless a refresh of
+    /// the key is already in flight). Without a runtime to refresh on nothing is
+    /// served and `fetch` comes back, for the caller to fetch as for a miss.
+    pub(crate) fn stale_hit<F, Fut, T, E>(
+        &self,
+        namespace: &Namespace<V>,
+        key: CacheKey,
+        stored: &Stored<V>,
+        strategies: bool,
+        fetch: F,
+    ) -> Result<(), F>
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Into<Fetched<V>> + Send + 'static,
+        E: Into<Box<dyn StdError + Send + Sync>> + Send + 'static,
+    {
+        let Ok(runtime) = Handle::try_current() else {
+            return Err(fetch);
+        };
+        let counters = namespace.counters();
+        counters.incr(Counter::Stale);
+        if let Some(flight) = self.inner.inflight.claim_refresh(key) {
+            counters.incr(Counter::Refreshes);
+            let previous = strategies.then(|| stored.clone());
+            spawn_refresh(
+                &self.inner,
+                &runtime,
+                namespace,
+                key,
+                flight,
+                fetch,
+                previous,
+            );
+        }
+        Ok(())
+    }
 }
 
 /// Starts a background refresh of `key` on `runtime`: `flight` was claimed

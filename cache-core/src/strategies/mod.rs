@@ -3,7 +3,7 @@
 //! Each strategy is one file of this folder: a type that implements
 //! [`Strategy`] for every value type, and [`Registered`] (its name, one line
 //! of what it does, its parameters and their defaults, and how to build it
-//! from them). The [`registry!`] line at the bottom of this file declares the
+//! from them). The `registry!` line at the bottom of this file declares the
 //! file's module and enters the type in the [`CATALOGUE`]; nothing else
 //! needs to know about it:
 //!

@@ -2,7 +2,7 @@
 //! so that a run shows what its totals hide (a stampede every time a TTL runs out,
 //! an outage of a few seconds, a warm-up that never ended).
 //!
-//! Each worker thread keeps its own [`Timeline`] next to its [`Recorder`]
+//! Each worker thread keeps its own [`Timeline`] next to its `Recorder`
 //! (`crate::bench::recorder`), bucketed by the second a request *finished* in,
 //! counted from the window's start; the threads' timelines are merged at the end like
 //! their recorders. Per-second histograms keep 2 significant figures (1 % resolution),
