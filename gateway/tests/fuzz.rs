@@ -8,6 +8,9 @@
 //! - `mutated`: such a document with its tokens mutated ([`mutate`]);
 //! - `variables`: a valid document whose variables are replaced by arbitrary JSON.
 //!
+//! Cases go over raw TCP ([`wire`]), so a request without an answer is told apart from
+//! the keep-alive race every HTTP/1.1 client meets.
+//!
 //! The invariants, for every case: nothing panics (a panic hook counts panics in any
 //! thread, the gateway's tasks included); an answer comes within [`ANSWER_BOUND`]; the
 //! answer is a 4xx or a `200` whose body is a well-formed GraphQL response; and every
@@ -24,6 +27,8 @@ mod common;
 mod grammar;
 #[path = "fuzz/mutate.rs"]
 mod mutate;
+#[path = "fuzz/wire.rs"]
+mod wire;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -167,26 +172,10 @@ fn well_formed(v: &Value) -> Result<(), String> {
 }
 
 /// Send one body; `Err` says which invariant it broke.
-async fn check(lab: &Lab, body: Vec<u8>) -> Result<(), String> {
+async fn check(lab: &FuzzLab, body: Vec<u8>) -> Result<(), String> {
     let panics = PANICS.load(Ordering::SeqCst);
-    let send = lab
-        .http
-        .post(lab.gateway.url())
-        .header("content-type", "application/json")
-        .body(body)
-        .send();
-    let answer = tokio::time::timeout(ANSWER_BOUND, async {
-        let r = send.await.map_err(|e| format!("no answer: {e}"))?;
-        let status = r.status().as_u16();
-        let text = r
-            .bytes()
-            .await
-            .map_err(|e| format!("answer cut short: {e}"))?;
-        Ok::<_, String>((status, text))
-    })
-    .await
-    .map_err(|_| format!("no answer within {ANSWER_BOUND:?}"))?;
-    let (status, text) = answer?;
+    let deadline = tokio::time::Instant::now() + ANSWER_BOUND;
+    let (status, text) = lab.wire.post(&body, deadline).await?;
     if PANICS.load(Ordering::SeqCst) != panics {
         return Err("a panic while answering".into());
     }
@@ -229,24 +218,28 @@ async fn seed_answer_holds(lab: &Lab) -> Result<(), String> {
     }
 }
 
-/// The gateway closes a keep-alive connection idle for its header read timeout (500 ms
-/// in the test rig), as HTTP/1.1 servers do; a client reusing such a connection at that
-/// moment sees it closed, which is not the gateway's fault (the third campaign met it
-/// twice in 61 505 cases). The harness's client drops idle connections well before.
-/// (A later campaign still met two requests without an answer in 152 111 cases: open,
-/// see the README.)
-async fn fuzz_lab() -> Lab {
+/// The lab, and the harness's raw-TCP client ([`wire`]) to its gateway.
+struct FuzzLab {
+    lab: Lab,
+    wire: wire::WireClient,
+}
+
+impl std::ops::Deref for FuzzLab {
+    type Target = Lab;
+    fn deref(&self) -> &Lab {
+        &self.lab
+    }
+}
+
+async fn fuzz_lab() -> FuzzLab {
     count_panics();
-    let mut lab = Lab::start_with(|c| {
+    let lab = Lab::start_with(|c| {
         c.cache = common::cache(1.0);
         c.requests.request_timeout = Duration::from_secs(3);
     })
     .await;
-    lab.http = reqwest::Client::builder()
-        .pool_idle_timeout(Duration::from_millis(200))
-        .build()
-        .expect("a client");
-    lab
+    let wire = wire::WireClient::new(lab.gateway.addr);
+    FuzzLab { lab, wire }
 }
 
 fn env_number(name: &str) -> Option<u64> {
@@ -303,15 +296,18 @@ async fn generated_input_never_breaks_the_gateway() {
     if let Err(why) = seed_answer_holds(&lab).await {
         failures.push(format!("seed {seed}, at the end: {why}"));
     }
+    let races = lab.wire.races();
     eprintln!(
-        "fuzz: seed {seed}, {n} cases ({}), {} failure(s)",
+        "fuzz: seed {seed}, {n} cases ({}), {} failure(s); {} keep-alive race(s) sent again (longest client-side idle before one: {:?})",
         KINDS
             .iter()
             .zip(counts)
             .map(|(k, c)| format!("{k:?} {c}"))
             .collect::<Vec<_>>()
             .join(", "),
-        failures.len()
+        failures.len(),
+        races.count,
+        races.longest_idle,
     );
     assert!(
         failures.is_empty(),

@@ -1,7 +1,7 @@
 //! Upstream: one lean HTTP/1.1 client per subgraph.
 //!
 //! Each subgraph's URL is parsed once, and its request head made once
-//! (`http1`). Connections are kept alive in a pool per subgraph (last in, first
+//! ([`request_head`]); exchanges run on [`http1_wire`]'s lean connections. Connections are kept alive in a pool per subgraph (last in, first
 //! out, so the warmest connection goes first), and an exchange runs in the
 //! request's own task: no per-connection task, no channel, no hand-off.
 //!
@@ -23,7 +23,7 @@
 //! away) gives no verdict. The answer's `Cache-Control` travels with it, for the
 //! cache's `origin-ttl` strategy.
 
-mod http1;
+mod request_head;
 mod settings;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -38,7 +38,8 @@ use hyper::Uri;
 use parking_lot::Mutex;
 use serde::Deserialize;
 
-use http1::{Connection, ExchangeError, RequestHead};
+use http1_wire::{AnswerRules, Connection, ExchangeError};
+use request_head::RequestHead;
 pub use settings::{SubgraphLimits, UpstreamArgs, UpstreamSettings};
 
 use crate::json::Tape;
@@ -338,17 +339,32 @@ impl Upstream {
         let mut connection = tokio::time::timeout_at(deadline, checkout)
             .await
             .map_err(|_| timed_out())??;
+        let (prefix, tail) = endpoint
+            .head
+            .complete(request.body.len(), request.authorization);
+        let rules = AnswerRules {
+            max_body: self.max_body_bytes,
+            head_request: false,
+        };
+        let mut cache_control = None;
         let outcome = connection
             .exchange(
-                &endpoint.head,
-                &request.body,
-                request.authorization,
+                &[prefix, &tail, &request.body],
                 deadline,
-                self.max_body_bytes,
+                rules,
+                |name, value| {
+                    if name.eq_ignore_ascii_case("cache-control") {
+                        cache_control = Some(CacheDirectives::parse(value));
+                    }
+                },
             )
             .await;
         match outcome {
-            Ok((status, body, reusable, cache_control)) => {
+            Ok(http1_wire::Answer {
+                status,
+                body,
+                reusable,
+            }) => {
                 if reusable {
                     connection.set_idle(now);
                     let mut idle = endpoint.idle.lock();

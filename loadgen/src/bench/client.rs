@@ -7,34 +7,27 @@
 //! instead of vanishing (coordinated omission, corrected the way wrk2 does it).
 //!
 //! A connection that fails (transport error, timeout) is dropped and reopened before the
-//! next request. The connection's I/O runs in the same task as its requests. Each
+//! next request. The connection is [`http1_wire`]'s lean HTTP/1.1 client, and its I/O
+//! runs in the same task as its requests. Each
 //! connection writes to its thread's [`Recorder`] through a `RefCell`: all connections
 //! of a thread run on one single-threaded runtime.
 //!
 //! *What* a connection sends is its [`Traffic`]: [`OneRequest`], the one-query form's
-//! prepared request (a header-map clone and a reference-count bump per send), or a
+//! prepared request (two reference-count bumps per send), or a
 //! workload connection ([`crate::workload::traffic`]) that draws an operation, renders
 //! it, and checks the answer. The loops here only time, send and record.
 
 use std::cell::RefCell;
-use std::future::{poll_fn, Future};
+use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1::{self, SendRequest};
-use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
-
-use hyper::Request;
+use http1_wire::{AnswerRules, ExchangeError};
 
 use crate::bench::outcome::{classify, Outcome};
 use crate::bench::recorder::Recorder;
-use crate::bench::request_template::RequestTemplate;
+use crate::bench::request_template::{RequestTemplate, WireRequest};
 
 /// Pause after a failed connect in a closed loop, so a dead target is not hammered in a
 /// tight loop that would burn the load generator's CPU.
@@ -50,10 +43,7 @@ pub trait Traffic {
 
     /// The next request. It may wait (a workload's write waits for the write in flight
     /// on the same entity); the latency clock starts after it.
-    fn next(
-        &mut self,
-        control: &Control,
-    ) -> impl Future<Output = (Request<Full<Bytes>>, Self::Ticket)>;
+    fn next(&mut self, control: &Control) -> impl Future<Output = (WireRequest, Self::Ticket)>;
 
     /// Classify what came back (`Ok((status, body))`, the body kept for 2xx only, or the
     /// transport outcome) and record what it shows. `in_window`: whether the request
@@ -81,7 +71,7 @@ impl Traffic for OneRequest<'_> {
         self.template.addr
     }
 
-    fn next(&mut self, control: &Control) -> impl Future<Output = (Request<Full<Bytes>>, ())> {
+    fn next(&mut self, control: &Control) -> impl Future<Output = (WireRequest, ())> {
         let request = if self.template.numbered.is_some() {
             self.template
                 .build_numbered(control.sequence.fetch_add(1, Ordering::Relaxed))
@@ -145,153 +135,100 @@ impl Control {
     }
 }
 
-type Driver = Pin<Box<http1::Connection<TokioIo<TcpStream>, Full<Bytes>>>>;
+/// Largest answer body a benchmark accepts; a larger one is a transport error.
+const MAX_BODY: usize = 1 << 30;
+/// A connection idle this long is checked for a close before it is used again.
+const CHECK_IDLE_AFTER: Duration = Duration::from_millis(20);
 
 /// An open connection, or none yet.
 ///
-/// hyper splits a client connection into a sender and a connection future that does
-/// the I/O. Instead of spawning the latter as its own task, [`drive`] polls it in the
-/// same task as the request: no cross-task wake-ups or hand-offs per request.
+/// The connection is [`http1_wire`]'s: the request goes out as prepared bytes in one
+/// vectored write and the answer is read into the connection's buffer, in the
+/// connection's own task, with no header map, channel or hand-off per request.
 struct Connection {
-    sender: Option<SendRequest<Full<Bytes>>>,
-    driver: Option<Driver>,
-    /// Reused for every response body of this connection.
+    open: Option<http1_wire::Connection>,
+    /// The body of the last 2xx answer, copied out so that the connection's read
+    /// buffer is free to be reused at once.
     body: Vec<u8>,
-    /// The request timeout; see [`Connection::exchange`].
-    timer: Pin<Box<tokio::time::Sleep>>,
-}
-
-/// Await `work` while polling the connection's I/O in the same task.
-///
-/// When the connection future finishes (the peer closed it, or it failed) it is
-/// dropped, and `work` sees the closed channel as an error on its next poll.
-async fn drive<F: Future>(driver: &mut Option<Driver>, work: F) -> F::Output {
-    let mut work = pin!(work);
-    poll_fn(|cx| {
-        // Two passes: the first lets the connection deliver what it read, and lets
-        // `work` queue a request; the second writes that request at once.
-        for _ in 0..2 {
-            if let Some(d) = driver.as_mut() {
-                if d.as_mut().poll(cx).is_ready() {
-                    *driver = None;
-                }
-            }
-            if let Poll::Ready(out) = work.as_mut().poll(cx) {
-                return Poll::Ready(out);
-            }
-        }
-        Poll::Pending
-    })
-    .await
 }
 
 impl Connection {
-    /// A connection slot; must be called inside the runtime (it creates a timer).
     fn new() -> Connection {
         Connection {
-            sender: None,
-            driver: None,
+            open: None,
             body: Vec::with_capacity(4096),
-            timer: Box::pin(tokio::time::sleep(Duration::ZERO)),
         }
     }
 
     fn close(&mut self) {
-        self.sender = None;
-        self.driver = None;
+        self.open = None;
     }
 
-    /// A sender ready for the next request, connecting first if needed.
+    /// An open connection, connecting first if needed.
+    ///
+    /// A connection that sat idle for [`CHECK_IDLE_AFTER`] is first checked for a close
+    /// the server sent meanwhile (one non-blocking read): a server may close an idle
+    /// keep-alive connection, and that is not an error, as hyper's client does not
+    /// count it either. Under load no connection idles that long, so the check costs
+    /// nothing there; a request the server drops *after* it was sent is an error.
     async fn ready(&mut self, addr: SocketAddr, timeout: Duration) -> Result<(), Outcome> {
-        if let Some(sender) = &mut self.sender {
-            // An idle connection the server has closed is not an error: reconnect.
-            if drive(&mut self.driver, sender.ready()).await.is_ok() {
+        if let Some(connection) = &self.open {
+            let idle = connection.idle_for(tokio::time::Instant::now());
+            if idle < CHECK_IDLE_AFTER || !connection.closed_while_idle() {
                 return Ok(());
             }
             self.close();
         }
-        let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
-            Err(_) => return Err(Outcome::Timeout),
-            Ok(Err(_)) => return Err(Outcome::Transport),
-            Ok(Ok(stream)) => stream,
-        };
-        // Small requests must leave at once, as every load generator does.
-        let _ = stream.set_nodelay(true);
-        let (sender, driver) = http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|_| Outcome::Transport)?;
-        self.sender = Some(sender);
-        self.driver = Some(Box::pin(driver));
-        Ok(())
+        match tokio::time::timeout(timeout, http1_wire::Connection::open(addr)).await {
+            Err(_) => Err(Outcome::Timeout),
+            Ok(Err(_)) => Err(Outcome::Transport),
+            Ok(Ok(connection)) => {
+                self.open = Some(connection);
+                Ok(())
+            }
+        }
     }
 
     /// Send one request and read the whole response: its status and body size (the
     /// body itself, for 2xx, is in `self.body`), or why there is none.
     async fn exchange(
         &mut self,
-        request: Request<Full<Bytes>>,
+        request: &WireRequest,
         timeout: Duration,
     ) -> Result<(u16, usize), Outcome> {
-        let Connection {
-            sender,
-            driver,
-            body,
-            timer,
-        } = self;
-        let Some(sender) = sender else {
+        let Some(connection) = self.open.as_mut() else {
             return Err(Outcome::Transport);
         };
         let deadline = tokio::time::Instant::now() + timeout;
-        if timer.is_elapsed() {
-            timer.as_mut().reset(deadline);
-        }
-        let work = async {
-            let response = sender.send_request(request).await?;
-            let status = response.status().as_u16();
-            let keep_body = (200..300).contains(&status);
-            body.clear();
-            let mut size = 0usize;
-            let mut incoming = response.into_body();
-            while let Some(frame) = incoming.frame().await {
-                if let Ok(data) = frame?.into_data() {
-                    size += data.len();
-                    if keep_body {
-                        body.extend_from_slice(&data);
-                    }
-                }
-            }
-            Ok::<_, hyper::Error>((status, size))
+        let rules = AnswerRules {
+            max_body: MAX_BODY,
+            head_request: request.head_request,
         };
-        // The timer is re-armed lazily: it stays armed at an earlier request's deadline,
-        // which always comes first; when it fires early it moves to this request's
-        // deadline. So a timer-wheel update happens about once per `timeout` per
-        // connection instead of once per request, and a timeout still fires on time.
-        let result = {
-            let mut work = pin!(drive(driver, work));
-            poll_fn(|cx| {
-                if let Poll::Ready(out) = work.as_mut().poll(cx) {
-                    return Poll::Ready(Some(out));
-                }
-                while timer.as_mut().poll(cx).is_ready() {
-                    if tokio::time::Instant::now() >= deadline {
-                        return Poll::Ready(None);
-                    }
-                    timer.as_mut().reset(deadline);
-                }
-                Poll::Pending
-            })
+        let parts: [&[u8]; 2] = [&request.head, &request.body];
+        match connection
+            .exchange(&parts, deadline, rules, |_, _| {})
             .await
-        };
-        match result {
-            Some(Ok((status, size))) => Ok((status, size)),
-            Some(Err(_)) => {
-                self.close();
-                Err(Outcome::Transport)
+        {
+            Ok(answer) => {
+                if answer.reusable {
+                    connection.set_idle(tokio::time::Instant::now());
+                } else {
+                    self.close();
+                }
+                self.body.clear();
+                if (200..300).contains(&answer.status) {
+                    self.body.extend_from_slice(&answer.body);
+                }
+                Ok((answer.status, answer.body.len()))
             }
-            None => {
+            Err(ExchangeError::Timeout) => {
                 // The connection may still carry the late response: never reuse it.
                 self.close();
                 Err(Outcome::Timeout)
+            }
+            Err(_) => {
+                self.close();
+                Err(Outcome::Transport)
             }
         }
     }
@@ -310,7 +247,7 @@ impl Connection {
         let (request, ticket) = traffic.next(control).await;
         let sent = Instant::now();
         on_sent(sent);
-        let answer = self.exchange(request, timeout).await;
+        let answer = self.exchange(&request, timeout).await;
         let done = Instant::now();
         let counted = in_window(done);
         let (outcome, size) = match answer {

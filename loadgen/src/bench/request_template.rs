@@ -2,20 +2,23 @@
 //!
 //! Everything that can be decided before the first request is decided here, once: the
 //! target address, the method, the headers (with `host` and, for GraphQL bodies,
-//! `content-type`), and the body as shared [`Bytes`]. Building a request per send then
-//! costs only a header-map clone and a reference-count bump on the body.
+//! `content-type`), and the body as shared [`Bytes`]. The request goes out as a
+//! [`WireRequest`]: its head already written out as HTTP/1.1 bytes, and its body. For
+//! the one-query form the whole head is written once, so a send costs two
+//! reference-count bumps.
 //!
 //! With `--unique-literals` the body is kept split at every `{{n}}` placeholder instead,
-//! and [`RequestTemplate::build_numbered`] joins the pieces around a request number: one
-//! small allocation per request, paid only by runs that ask for it.
+//! and [`RequestTemplate::build_numbered`] joins the pieces around a request number and
+//! writes the head's length: two small allocations per request, paid only by runs that
+//! ask for it. A workload writes each request's own headers the same way
+//! ([`RequestTemplate::build_with`]).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http_body_util::Full;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, HOST};
-use hyper::{Method, Request, Uri};
+use hyper::{Method, Uri};
 
 /// Why a request could not be prepared. Every variant names the flag at fault.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +59,16 @@ pub enum BodySource {
     },
 }
 
+/// One request as it goes on the wire.
+#[derive(Debug, Clone)]
+pub struct WireRequest {
+    /// Request line and headers, through the blank line.
+    pub head: Bytes,
+    pub body: Bytes,
+    /// The method is `HEAD`: its answer has no body.
+    pub head_request: bool,
+}
+
 /// A fully prepared request: build one per send with [`RequestTemplate::build`].
 #[derive(Debug, Clone)]
 pub struct RequestTemplate {
@@ -71,6 +84,10 @@ pub struct RequestTemplate {
     pub body: Bytes,
     /// `--unique-literals`: the body split at every `{{n}}` (at least two pieces).
     pub numbered: Option<Arc<[Bytes]>>,
+    /// `METHOD path HTTP/1.1\r\n`.
+    request_line: Bytes,
+    /// The whole head for [`RequestTemplate::body`].
+    fixed_head: Bytes,
 }
 
 impl RequestTemplate {
@@ -182,7 +199,9 @@ impl RequestTemplate {
             None if body.is_empty() => Method::GET,
             None => Method::POST,
         };
-        Ok(RequestTemplate {
+        let request_line = Bytes::from(format!("{method} {path} HTTP/1.1\r\n"));
+        let mut template = RequestTemplate {
+            request_line,
             addr,
             url: url.to_string(),
             method,
@@ -190,31 +209,70 @@ impl RequestTemplate {
             headers: header_map,
             body,
             numbered,
-        })
+            fixed_head: Bytes::new(),
+        };
+        template.fixed_head = Bytes::from(template.head(template.body.len(), &[]));
+        Ok(template)
     }
 
-    /// A fresh request for one send.
-    pub fn build(&self) -> Request<Full<Bytes>> {
-        self.build_with_body(self.body.clone())
+    /// The request for one send.
+    pub fn build(&self) -> WireRequest {
+        WireRequest {
+            head: self.fixed_head.clone(),
+            body: self.body.clone(),
+            head_request: self.method == Method::HEAD,
+        }
     }
 
-    /// A fresh request whose `{{n}}` placeholders read `number`
-    /// (`--unique-literals`); the plain body when the template is not numbered.
-    pub fn build_numbered(&self, number: u64) -> Request<Full<Bytes>> {
+    /// The request whose `{{n}}` placeholders read `number` (`--unique-literals`); the
+    /// plain one when the template is not numbered.
+    pub fn build_numbered(&self, number: u64) -> WireRequest {
         let Some(pieces) = &self.numbered else {
             return self.build();
         };
-        self.build_with_body(join_numbered(pieces, number))
+        self.build_with(join_numbered(pieces, number), &[])
     }
 
-    /// A fresh request with this template's method, path and headers and another body
-    /// (a workload renders one per request).
-    pub fn build_with_body(&self, body: Bytes) -> Request<Full<Bytes>> {
-        let mut request = Request::new(Full::new(body));
-        *request.method_mut() = self.method.clone();
-        *request.uri_mut() = self.path.clone();
-        *request.headers_mut() = self.headers.clone();
-        request
+    /// A request with this template's method, path and headers, another body, and
+    /// `extra` headers (name, value) that replace the template's of the same name (a
+    /// workload renders both per request).
+    pub fn build_with(&self, body: Bytes, extra: &[(&HeaderName, &[u8])]) -> WireRequest {
+        WireRequest {
+            head: Bytes::from(self.head(body.len(), extra)),
+            body,
+            head_request: self.method == Method::HEAD,
+        }
+    }
+
+    /// The head, written out: request line, the template's headers less those `extra`
+    /// replaces, `extra`, and `content-length` (left out for an empty body of a method
+    /// that has none, as GET).
+    fn head(&self, body_len: usize, extra: &[(&HeaderName, &[u8])]) -> Vec<u8> {
+        let mut head = Vec::with_capacity(128 + self.headers.len() * 32);
+        head.extend_from_slice(&self.request_line);
+        let mut line = |name: &[u8], value: &[u8]| {
+            head.extend_from_slice(name);
+            head.extend_from_slice(b": ");
+            head.extend_from_slice(value);
+            head.extend_from_slice(b"\r\n");
+        };
+        for (name, value) in &self.headers {
+            if !extra.iter().any(|(n, _)| *n == name) {
+                line(name.as_str().as_bytes(), value.as_bytes());
+            }
+        }
+        for (name, value) in extra {
+            line(name.as_str().as_bytes(), value);
+        }
+        let bodiless = matches!(self.method, Method::GET | Method::HEAD | Method::DELETE);
+        if body_len > 0 || !bodiless {
+            line(
+                b"content-length",
+                itoa::Buffer::new().format(body_len).as_bytes(),
+            );
+        }
+        head.extend_from_slice(b"\r\n");
+        head
     }
 
     /// The body with every `{{n}}` read as `number` (the plain body when not numbered).
@@ -352,7 +410,26 @@ mod tests {
         assert_eq!(t.headers[CONTENT_TYPE], "text/plain");
         assert_eq!(t.headers["authorization"], "Bearer u1");
         let req = t.build();
-        assert_eq!(req.uri(), "/x?y=1");
+        assert_eq!(
+            req.head,
+            "PUT /x?y=1 HTTP/1.1\r\nhost: 127.0.0.1:4000\r\ncontent-type: text/plain\r\n\
+             authorization: Bearer u1\r\ncontent-length: 2\r\n\r\n"
+        );
+        assert_eq!(req.body, "hi");
+        // A workload's own header replaces the template's; a bodiless GET has no length.
+        let get = RequestTemplate::new(
+            "http://127.0.0.1:4000/",
+            None,
+            &["authorization: Bearer u1".into()],
+            BodySource::Empty,
+        )
+        .unwrap();
+        let name = HeaderName::from_static("authorization");
+        let req = get.build_with(Bytes::new(), &[(&name, b"Bearer u9")]);
+        assert_eq!(
+            req.head,
+            "GET / HTTP/1.1\r\nhost: 127.0.0.1:4000\r\nauthorization: Bearer u9\r\n\r\n"
+        );
     }
 
     #[test]
@@ -391,8 +468,15 @@ mod tests {
             })
         );
         let request = t.build_numbered(7);
-        assert_eq!(request.method(), Method::POST);
-        assert_eq!(request.headers()[CONTENT_TYPE], "application/json");
+        let head = std::str::from_utf8(&request.head).unwrap();
+        assert!(head.starts_with("POST /graphql HTTP/1.1\r\n"), "{head}");
+        assert!(
+            head.contains("content-type: application/json\r\n"),
+            "{head}"
+        );
+        let length = format!("content-length: {}\r\n\r\n", request.body.len());
+        assert!(head.ends_with(&length), "{head}");
+        assert_eq!(request.body, t.body_for(7));
         // Unnumbered templates ignore the number and keep sending their one body.
         let plain = RequestTemplate::new(
             "http://127.0.0.1:4000/graphql",

@@ -12,9 +12,7 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use bytes::Bytes;
-use http_body_util::Full;
-use hyper::header::HeaderValue;
-use hyper::Request;
+use hyper::header::{HeaderName, HeaderValue};
 
 use super::check::check_answer;
 use super::mix::{OperationStream, Role};
@@ -23,7 +21,7 @@ use super::recorder::FreshnessRecorder;
 use super::spec::Workload;
 use crate::bench::client::{Control, Traffic};
 use crate::bench::outcome::{classify, Outcome};
-use crate::bench::request_template::RequestTemplate;
+use crate::bench::request_template::{RequestTemplate, WireRequest};
 
 /// The request in flight: which operation, and the write it carries.
 pub struct Ticket {
@@ -67,7 +65,7 @@ impl Traffic for WorkloadTraffic<'_> {
         self.base.addr
     }
 
-    fn next(&mut self, _: &Control) -> impl Future<Output = (Request<Full<Bytes>>, Ticket)> {
+    fn next(&mut self, _: &Control) -> impl Future<Output = (WireRequest, Ticket)> {
         let op_index = self.stream.next(self.workload);
         async move {
             let op = &self.workload.operations[op_index];
@@ -83,16 +81,23 @@ impl Traffic for WorkloadTraffic<'_> {
             let version = write.as_ref().map_or(0, |w| w.version);
             let mut body = Vec::with_capacity(op.document.len() + 64);
             op.body.render_into(keys, version, &mut body);
-            let mut request = self.base.build_with_body(Bytes::from(body));
-            let headers = request.headers_mut();
-            for (name, value) in &op.headers {
-                let mut text = Vec::new();
-                value.render_into(keys, 0, &mut text);
-                // Checked at load time with placeholder values: digits keep it valid.
-                if let Ok(v) = HeaderValue::from_maybe_shared(Bytes::from(text)) {
-                    headers.insert(name.clone(), v);
-                }
-            }
+            let rendered: Vec<(&HeaderName, Vec<u8>)> = op
+                .headers
+                .iter()
+                .filter_map(|(name, value)| {
+                    let mut text = Vec::new();
+                    value.render_into(keys, 0, &mut text);
+                    // Checked at load time with placeholder values: digits keep it valid.
+                    HeaderValue::from_bytes(&text)
+                        .is_ok()
+                        .then_some((name, text))
+                })
+                .collect();
+            let extra: Vec<(&HeaderName, &[u8])> = rendered
+                .iter()
+                .map(|(name, text)| (*name, text.as_slice()))
+                .collect();
+            let request = self.base.build_with(Bytes::from(body), &extra);
             (
                 request,
                 Ticket {

@@ -1,0 +1,193 @@
+//! Exchanges against a raw TCP server that answers with canned bytes: every framing
+//! the client reads (length, chunked, until close, 1xx, HEAD), reuse, and each error.
+
+use std::time::Duration;
+
+use http1_wire::{AnswerRules, Connection, ExchangeError};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::time::Instant;
+
+const RULES: AnswerRules = AnswerRules {
+    max_body: 1024,
+    head_request: false,
+};
+
+/// A server that, for each request it reads (up to the blank line and `body_len`
+/// bytes), writes the next of `answers` and, after the last, keeps the connection
+/// open without writing (or closes it when `close_after`).
+async fn serve(answers: Vec<&'static [u8]>, close_after: bool) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        for answer in answers {
+            let mut seen = Vec::new();
+            let mut byte = [0u8; 1];
+            while !seen.ends_with(b"\r\n\r\nBODY") {
+                if socket.read(&mut byte).await.unwrap_or(0) == 0 {
+                    return;
+                }
+                seen.push(byte[0]);
+            }
+            socket.write_all(answer).await.unwrap();
+        }
+        if close_after {
+            drop(socket);
+        } else {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+    });
+    addr
+}
+
+const REQUEST: [&[u8]; 2] = [
+    b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 4\r\n\r\n",
+    b"BODY",
+];
+
+fn soon() -> Instant {
+    Instant::now() + Duration::from_secs(2)
+}
+
+#[tokio::test]
+async fn reads_each_framing_and_reuses_the_connection() {
+    let addr = serve(
+        vec![
+            b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nx-seen: yes\r\n\r\nhello",
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\ntransfer-encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\ntrailer: t\r\n\r\n",
+            b"HTTP/1.1 204 No Content\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok",
+        ],
+        false,
+    )
+    .await;
+    let mut c = Connection::open(addr).await.unwrap();
+    let mut seen = Vec::new();
+    let a = c
+        .exchange(&REQUEST, soon(), RULES, |n, v| {
+            seen.push((n.to_string(), v.to_vec()))
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (a.status, &a.body[..], a.reusable),
+        (200, &b"hello"[..], true)
+    );
+    assert!(seen.contains(&("x-seen".to_string(), b"yes".to_vec())));
+    let a = c
+        .exchange(&REQUEST, soon(), RULES, |_, _| {})
+        .await
+        .unwrap();
+    assert_eq!(
+        (a.status, &a.body[..], a.reusable),
+        (201, &b"abcde"[..], true)
+    );
+    let a = c
+        .exchange(&REQUEST, soon(), RULES, |_, _| {})
+        .await
+        .unwrap();
+    assert_eq!((a.status, a.body.len(), a.reusable), (204, 0, true));
+    let a = c
+        .exchange(&REQUEST, soon(), RULES, |_, _| {})
+        .await
+        .unwrap();
+    assert_eq!(
+        (a.status, &a.body[..], a.reusable),
+        (200, &b"ok"[..], false)
+    );
+}
+
+#[tokio::test]
+async fn a_body_until_close_and_a_head_answer() {
+    let addr = serve(
+        vec![b"HTTP/1.1 200 OK\r\ncontent-length: 99\r\n\r\n"],
+        false,
+    )
+    .await;
+    let mut c = Connection::open(addr).await.unwrap();
+    let head = AnswerRules {
+        head_request: true,
+        ..RULES
+    };
+    let a = c.exchange(&REQUEST, soon(), head, |_, _| {}).await.unwrap();
+    assert_eq!((a.status, a.body.len(), a.reusable), (200, 0, true));
+
+    let addr = serve(vec![b"HTTP/1.0 200 OK\r\n\r\nuntil the end"], true).await;
+    let mut c = Connection::open(addr).await.unwrap();
+    let a = c
+        .exchange(&REQUEST, soon(), RULES, |_, _| {})
+        .await
+        .unwrap();
+    assert_eq!((&a.body[..], a.reusable), (&b"until the end"[..], false));
+}
+
+#[tokio::test]
+async fn errors_say_what_went_wrong() {
+    // Too large, by length and by chunks.
+    let addr = serve(
+        vec![b"HTTP/1.1 200 OK\r\ncontent-length: 5000\r\n\r\n"],
+        false,
+    )
+    .await;
+    let mut c = Connection::open(addr).await.unwrap();
+    let e = c.exchange(&REQUEST, soon(), RULES, |_, _| {}).await;
+    assert!(matches!(e, Err(ExchangeError::TooLarge)), "{e:?}");
+    let addr = serve(
+        vec![b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nfffff\r\n"],
+        false,
+    )
+    .await;
+    let mut c = Connection::open(addr).await.unwrap();
+    let e = c.exchange(&REQUEST, soon(), RULES, |_, _| {}).await;
+    assert!(matches!(e, Err(ExchangeError::TooLarge)), "{e:?}");
+    // Not HTTP.
+    let addr = serve(vec![b"SSH-2.0-nope\r\n\r\n"], false).await;
+    let mut c = Connection::open(addr).await.unwrap();
+    let e = c.exchange(&REQUEST, soon(), RULES, |_, _| {}).await;
+    assert!(matches!(e, Err(ExchangeError::Protocol(_))), "{e:?}");
+    // Closed before any answer: not answered, so the caller may send it again.
+    let addr = serve(vec![], true).await;
+    let mut c = Connection::open(addr).await.unwrap();
+    let e = c.exchange(&REQUEST, soon(), RULES, |_, _| {}).await;
+    assert!(
+        matches!(
+            e,
+            Err(ExchangeError::Io {
+                answered: false,
+                ..
+            })
+        ),
+        "{e:?}"
+    );
+    // Closed mid-answer.
+    let addr = serve(
+        vec![b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\nhal"],
+        true,
+    )
+    .await;
+    let mut c = Connection::open(addr).await.unwrap();
+    let e = c.exchange(&REQUEST, soon(), RULES, |_, _| {}).await;
+    assert!(
+        matches!(e, Err(ExchangeError::Io { answered: true, .. })),
+        "{e:?}"
+    );
+    // No answer before the deadline.
+    let addr = serve(vec![], false).await;
+    let mut c = Connection::open(addr).await.unwrap();
+    let deadline = Instant::now() + Duration::from_millis(50);
+    let e = c.exchange(&REQUEST, deadline, RULES, |_, _| {}).await;
+    assert!(matches!(e, Err(ExchangeError::Timeout)), "{e:?}");
+    // Bytes after the body: the answer stands, the connection is not reused.
+    let addr = serve(
+        vec![b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokEXTRA"],
+        false,
+    )
+    .await;
+    let mut c = Connection::open(addr).await.unwrap();
+    let a = c
+        .exchange(&REQUEST, soon(), RULES, |_, _| {})
+        .await
+        .unwrap();
+    assert_eq!((&a.body[..], a.reusable), (&b"ok"[..], false));
+}
