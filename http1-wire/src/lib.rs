@@ -166,10 +166,22 @@ fn io_error(e: std::io::Error, answered: bool) -> ExchangeError {
     }
 }
 
+/// Most parts a request is written from without a heap allocation.
+const INLINE_PARTS: usize = 4;
+
 /// Write every slice, however the kernel splits the writes.
 async fn write_all(stream: &mut TcpStream, parts: &[&[u8]]) -> Result<(), ExchangeError> {
-    let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
-    let mut slices = &mut slices[..];
+    let mut inline = [IoSlice::new(&[]); INLINE_PARTS];
+    let mut heap = Vec::new();
+    let mut slices: &mut [IoSlice<'_>] = if parts.len() <= INLINE_PARTS {
+        for (slot, part) in inline.iter_mut().zip(parts) {
+            *slot = IoSlice::new(part);
+        }
+        &mut inline[..parts.len()]
+    } else {
+        heap.extend(parts.iter().map(|p| IoSlice::new(p)));
+        &mut heap[..]
+    };
     while !slices.is_empty() {
         let n = stream
             .write_vectored(slices)

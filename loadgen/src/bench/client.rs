@@ -171,9 +171,15 @@ impl Connection {
     /// keep-alive connection, and that is not an error, as hyper's client does not
     /// count it either. Under load no connection idles that long, so the check costs
     /// nothing there; a request the server drops *after* it was sent is an error.
-    async fn ready(&mut self, addr: SocketAddr, timeout: Duration) -> Result<(), Outcome> {
+    /// `now`: the caller's clock reading, close enough to now (saves a clock read).
+    async fn ready(
+        &mut self,
+        addr: SocketAddr,
+        timeout: Duration,
+        now: Instant,
+    ) -> Result<(), Outcome> {
         if let Some(connection) = &self.open {
-            let idle = connection.idle_for(tokio::time::Instant::now());
+            let idle = connection.idle_for(now.into());
             if idle < CHECK_IDLE_AFTER || !connection.closed_while_idle() {
                 return Ok(());
             }
@@ -189,17 +195,18 @@ impl Connection {
         }
     }
 
-    /// Send one request and read the whole response: its status and body size (the
-    /// body itself, for 2xx, is in `self.body`), or why there is none.
+    /// Send one request (at `sent`) and read the whole response: its status and body
+    /// size (the body itself, for 2xx, is in `self.body`), or why there is none.
     async fn exchange(
         &mut self,
         request: &WireRequest,
+        sent: Instant,
         timeout: Duration,
     ) -> Result<(u16, usize), Outcome> {
         let Some(connection) = self.open.as_mut() else {
             return Err(Outcome::Transport);
         };
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = tokio::time::Instant::from_std(sent) + timeout;
         let rules = AnswerRules {
             max_body: MAX_BODY,
             head_request: request.head_request,
@@ -211,7 +218,10 @@ impl Connection {
         {
             Ok(answer) => {
                 if answer.reusable {
-                    connection.set_idle(tokio::time::Instant::now());
+                    // Counted from the send, which saves a clock read: a connection
+                    // whose answers take over CHECK_IDLE_AFTER is checked before each
+                    // reuse, one non-blocking read for a request that slow.
+                    connection.set_idle(deadline - timeout);
                 } else {
                     self.close();
                 }
@@ -247,7 +257,7 @@ impl Connection {
         let (request, ticket) = traffic.next(control).await;
         let sent = Instant::now();
         on_sent(sent);
-        let answer = self.exchange(&request, timeout).await;
+        let answer = self.exchange(&request, sent, timeout).await;
         let done = Instant::now();
         let counted = in_window(done);
         let (outcome, size) = match answer {
@@ -299,7 +309,7 @@ pub async fn closed_loop<T: Traffic>(
             None => counted,
         };
         let (outcome, size, sent, done, connect_failed) =
-            match connection.ready(traffic.addr(), timeout).await {
+            match connection.ready(traffic.addr(), timeout, now).await {
                 Ok(()) => {
                     let (outcome, size, sent, done) = connection
                         .send_next(control, traffic, timeout, |_| {}, in_window)
@@ -390,7 +400,8 @@ pub async fn open_loop<T: Traffic>(
         }
         tokio::time::sleep_until(intended.into()).await;
         let in_window = intended >= control.measure_start;
-        let (outcome, size, sent, done) = match connection.ready(traffic.addr(), timeout).await {
+        let ready = connection.ready(traffic.addr(), timeout, intended).await;
+        let (outcome, size, sent, done) = match ready {
             Ok(()) => {
                 let on_sent = |sent: Instant| {
                     if sent >= control.measure_start && sent < window_end {

@@ -50,7 +50,7 @@ struct Envelope {
 /// word inside data. `errors: null` and `errors: []` do not count.
 pub fn body_has_graphql_errors(body: &[u8]) -> bool {
     const KEY: &[u8] = b"\"errors\"";
-    if body.len() < KEY.len() || !body.windows(KEY.len()).any(|w| w == KEY) {
+    if memchr::memmem::find(body, KEY).is_none() {
         return false;
     }
     match serde_json::from_slice::<Envelope>(body) {
