@@ -1,13 +1,13 @@
 //! Reading an answer: find each declared entity, check its identity, and ask the
 //! oracle whether its version is fresh.
 //!
-//! The body is parsed once into a `serde_json::Value`; a read's path (`me.topPosts[]`)
-//! is walked from `data`. What cannot be right is a **wrong answer**: no `data`, a
+//! The body is parsed once into a borrowed tree ([`Node`]); a read's path
+//! (`me.topPosts[]`) is walked from `data`. What cannot be right is a **wrong answer**: no `data`, a
 //! missing field, `null` where the operation asked for one entity, an id other than the
 //! one asked for (`expect_id`: another user's `me`), or a version that no write of
 //! that entity carried (another entity's data).
 
-use serde_json::Value;
+use super::answer::Node;
 
 use super::oracle::{Oracle, Verdict};
 use super::recorder::FreshnessRecorder;
@@ -32,7 +32,7 @@ pub fn check_answer(
     if op.reads.is_empty() {
         return;
     }
-    let answer: Value = match serde_json::from_slice(body) {
+    let answer = match Node::parse(body) {
         Ok(v) => v,
         Err(e) => {
             recorder.wrong(&op.name, format!("the answer is not JSON: {e}"));
@@ -63,7 +63,7 @@ fn check_entity(
     op_index: usize,
     read: &Read,
     keys: &[u64],
-    entity: &Value,
+    entity: &Node<'_>,
     oracle: Option<&Oracle>,
     sent_ns: u64,
     in_window: bool,
@@ -71,7 +71,7 @@ fn check_entity(
 ) {
     let op = &workload.operations[op_index];
     let type_name = &workload.types[read.type_index];
-    let Some(id) = entity.get(&read.id_field).and_then(Value::as_str) else {
+    let Some(id) = entity.get(&read.id_field).and_then(Node::as_str) else {
         recorder.wrong(
             &op.name,
             format!(
@@ -98,8 +98,8 @@ fn check_entity(
         return;
     };
     let version = match entity.get(field) {
-        Some(Value::String(s)) => version_of(s),
-        Some(Value::Null) => 0,
+        Some(Node::Str(s)) => version_of(s),
+        Some(Node::Null) => 0,
         other => {
             recorder.wrong(
                 &op.name,
@@ -128,14 +128,18 @@ fn check_entity(
 }
 
 /// Collect the objects at `path` under `value`; an error says what is missing.
-fn walk<'v>(value: &'v Value, path: &[Step], found: &mut Vec<&'v Value>) -> Result<(), String> {
+fn walk<'v, 'a>(
+    value: &'v Node<'a>,
+    path: &[Step],
+    found: &mut Vec<&'v Node<'a>>,
+) -> Result<(), String> {
     let Some((step, rest)) = path.split_first() else {
         return match value {
-            Value::Object(_) => {
+            Node::Object(_) => {
                 found.push(value);
                 Ok(())
             }
-            Value::Null => Err("null where an entity was asked for".into()),
+            Node::Null => Err("null where an entity was asked for".into()),
             other => Err(format!("{other} where an entity was asked for")),
         };
     };
@@ -145,7 +149,7 @@ fn walk<'v>(value: &'v Value, path: &[Step], found: &mut Vec<&'v Value>) -> Resu
             None => Err(format!("no field {name:?}")),
         },
         Step::Each => match value {
-            Value::Array(items) => {
+            Node::Array(items) => {
                 for item in items {
                     walk(item, rest, found)?;
                 }

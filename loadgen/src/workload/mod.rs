@@ -11,6 +11,7 @@
 //!
 //! The bench uses it when its plan has a workload (`loadgen bench --workload FILE`),
 //! and so does the matrix for experiments with a `[workload]` table.
+pub mod answer;
 pub mod check;
 pub mod keys;
 pub mod mix;
