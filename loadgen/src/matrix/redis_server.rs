@@ -27,9 +27,14 @@ const COMMAND_DEADLINE: Duration = Duration::from_secs(2);
 
 /// `redis-server` on `PATH`, if there is one.
 pub fn find_on_path() -> Option<PathBuf> {
+    find_binary(REDIS_SERVER)
+}
+
+/// The executable `name` on `PATH`, if there is one.
+pub fn find_binary(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
-        .map(|dir| dir.join(REDIS_SERVER))
+        .map(|dir| dir.join(name))
         .find(|candidate| is_executable(candidate))
 }
 

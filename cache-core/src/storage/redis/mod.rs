@@ -5,11 +5,15 @@
 //! (`Encoded<RedisStorage, JsonCodec>`), or put a memory tier in front of it
 //! with [`LayeredStorage`](super::LayeredStorage).
 //!
-//! This file is the store: its configuration, the round trip every command takes
-//! (breaker, timeout, counters), reads and writes. Beside it, one file per role:
-//! [`batcher`] (auto-pipelined reads), [`invalidation`] (removing entries by reference,
-//! key or prefix), [`gc`] (the reference sets' garbage collection and its Lua) and
-//! [`stats`] (the counters and their Prometheus text). The circuit breaker is
+//! The store talks to one Redis ([`RedisStorage::builder`]) or to a Redis Cluster
+//! ([`RedisStorage::cluster_builder`], given seed nodes).
+//!
+//! This file is the store: its configuration, reads and writes. Beside it, one file per
+//! role: [`connection`] (one server or a cluster, and the round trip every command
+//! takes: breaker, timeout, counters), [`batcher`] (auto-pipelined reads),
+//! [`invalidation`] (removing entries by reference, key or prefix), [`gc`] (the
+//! reference sets' garbage collection) and [`stats`] (the counters and their
+//! Prometheus text). The circuit breaker is
 //! [`crate::breaker`], shared with any other client of a remote backend.
 //!
 //! # Layout in Redis
@@ -31,6 +35,32 @@
 //!   entry that was re-stored under the same key, which is a conservative
 //!   over-invalidation).
 //!
+//! # On a Redis Cluster
+//!
+//! The keys carry no hash tag, deliberately: each entry `gcl:e:<key>` hashes by its own
+//! key, so the entries spread over all 16384 slots and so over every master, and each
+//! reference set `gcl:r:<reference>` hashes by its own name, so it sits in a slot of
+//! its own, usually on another master than the entries it names. No command, pipeline or
+//! script ever names keys of two slots; what needs both sides goes in steps of one-slot
+//! groups ([`connection`]):
+//! - `set`: `SET` of the entry on its slot, then, per reference, `SADD` + the two
+//!   `PEXPIRE`s on the set's slot (concurrently across sets; the entry first, which GC
+//!   relies on);
+//! - `invalidate`: `SMEMBERS` of each set, then `GETRANGE` + `UNLINK` per entry on the
+//!   entry's slot, then `SREM` on each set's slot. A prefix finds its sets by `SCAN` on
+//!   every master in turn;
+//! - `gc`: `SMEMBERS`, `EXISTS` per member's entry, `SREM` of the dead ones, and a
+//!   re-check that puts back a member whose entry was stored meanwhile (see [`gc`]; the
+//!   former Lua script read entry keys it was not given, which a cluster refuses);
+//! - reads: one `MGET`, which the cluster client splits per slot (see [`connection`]
+//!   for why that beats the alternatives).
+//!
+//! Hash-tagging an entry with its references is impossible (an entry has several, and a
+//! reference names many entries), and tagging everything alike (`{gcl}`) would put the
+//! whole cache on one master. A prefix with braces (`{gcl}:`) does exactly that, if one
+//! wants it. The invalidation channel is a classic pub/sub channel, which the cluster
+//! bus broadcasts to every node (see [`LayeredStorage`](super::LayeredStorage)).
+//!
 //! # Operations
 //!
 //! - `get`: `GET`; `get_many`: one `MGET`. With auto-pipelining (the
@@ -50,10 +80,11 @@
 //! A cache call never fails because of Redis: a failed read is a miss and
 //! a failed write "not stored" (the cache counts both as storage errors).
 //! This module keeps the failures cheap:
-//! - the connection is a `redis::aio::ConnectionManager`, created lazily:
-//!   building the store does not touch the network, and a Redis that is
-//!   down at start is just a failing store until it comes up. The manager
-//!   reconnects by itself after a lost connection;
+//! - the connection is a `redis::aio::ConnectionManager` (on a cluster, the
+//!   cluster client's connection), created lazily: building the store does
+//!   not touch the network, and a Redis that is down at start is just a
+//!   failing store until it comes up. Both reconnect by themselves after a
+//!   lost connection (the cluster client also re-reads the slot map);
 //! - every round trip has a timeout (default 250 ms);
 //! - a circuit breaker: after `threshold` consecutive transport failures or
 //!   timeouts (default 5) it opens for `cooldown` (default 1 s), during
@@ -71,11 +102,16 @@
 //!
 //! # Limits
 //!
-//! - Needs Redis 7.0 or later (`PEXPIRE … NX|GT`).
+//! - Needs Redis 7.0 or later (`PEXPIRE … NX|GT`). Tested with 7.0 and a
+//!   three-master cluster without replicas.
 //! - Invalidation is not atomic with a concurrent `set` in another process:
 //!   a value fetched before the invalidation may land after it. The cache's
 //!   race check covers the fetches of its own process only.
-//! - No Redis Cluster (the GC script reads keys it was not given).
+//! - On a cluster, a write with references and an invalidation take one request per
+//!   slot they touch (concurrent, so about one round trip per step), where one server
+//!   takes one pipeline; a master that is down fails the calls that touch its slots
+//!   (misses and "not stored", as with a single Redis that is down), and the breaker
+//!   is the store's, not per master.
 
 mod batcher;
 mod connection;
