@@ -1,29 +1,21 @@
 //! `--redis-cluster` through real processes: gateway processes (this crate's binary)
 //! over a three-master Redis Cluster that each test starts on free ports and stops by
 //! PID (`local-redis-cluster`); the subgraphs run in this process. Without
-//! `redis-server` and `redis-cli` installed these tests fail and say so.
+//! `redis-server` and `redis-cli` installed these tests fail and say so. The checks
+//! shared with the single-Redis tests are in `common::shared_cache`.
 
 mod common;
 
 use std::process::Command;
-use std::time::{Duration, Instant};
 
-use common::{metric, metrics_of, post_router, user_router, GatewayProcess as Gateway, Server};
+use common::shared_cache::{
+    redis_gc, shared_cache_across_two_gateways, store_for_gc, subgraph_requests,
+};
+use common::{post_router, user_router, GatewayProcess as Gateway, Server};
 use local_redis_cluster::LocalCluster;
 
 /// The seed query of experiments/seed.toml.
 const SEED: &str = "query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }";
-const READ: &str =
-    r#"{ getPost(pid: "p1") { pid title } topPosts(count: 2) { pid title author { name } } }"#;
-
-async fn subgraph_requests(user: &Server, post: &Server) -> f64 {
-    let http = reqwest::Client::new();
-    let mut total = 0.0;
-    for s in [user, post] {
-        total += metric(&metrics_of(&http, s.addr).await, "subgraph_requests_total").unwrap();
-    }
-    total
-}
 
 #[tokio::test]
 async fn the_seed_query_is_answered_from_a_cluster_with_keys_on_every_master() {
@@ -74,57 +66,15 @@ async fn the_seed_query_is_answered_from_a_cluster_with_keys_on_every_master() {
 }
 
 #[tokio::test]
-async fn layered_gateways_on_a_cluster_drop_each_others_l1_on_a_mutation() {
-    let (user, post) = (
-        Server::start(user_router()).await,
-        Server::start(post_router()).await,
-    );
+async fn two_gateways_share_a_cluster_and_see_each_others_mutations() {
     let cluster = LocalCluster::start();
-    let seeds = cluster.seeds();
-    // A long L1 ttl: only the invalidation message can make B's L1 fresh.
-    let args = [
-        "--ttl",
-        "10",
-        "--storage",
-        "layered",
-        "--redis-cluster",
-        &seeds,
-        "--l1-ttl",
-        "60",
-    ];
-    let a = Gateway::start(&user, &post, &args).await;
-    let b = Gateway::start(&user, &post, &args).await;
-    let first = a.query(READ).await;
-    assert_eq!(first["data"]["getPost"]["title"], "Post 1", "{first}");
-    assert_eq!(b.query(READ).await, first);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while b.metric("gateway_cache_invalidation_subscribed").await < 1.0 {
-        assert!(Instant::now() < deadline, "B never subscribed");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let renamed = a
-        .query(r#"mutation { updatePostTitle(pid: "p1", title: "Renamed") { pid title } }"#)
-        .await;
-    assert_eq!(renamed["data"]["updatePostTitle"]["title"], "Renamed");
-    let deadline = Instant::now() + Duration::from_secs(3);
-    loop {
-        let after = b.query(READ).await;
-        if after["data"]["getPost"]["title"] == "Renamed"
-            && after["data"]["topPosts"][0]["title"] == "Renamed"
-        {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "B still serves the old title: {after}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(
-        b.metric("gateway_cache_invalidation_messages_total{direction=\"received\"}")
-            .await
-            >= 1.0
-    );
+    shared_cache_across_two_gateways("redis", ["--redis-cluster", &cluster.seeds()]).await;
+}
+
+#[tokio::test]
+async fn layered_gateways_on_a_cluster_drop_each_others_l1_on_a_mutation() {
+    let cluster = LocalCluster::start();
+    shared_cache_across_two_gateways("layered", ["--redis-cluster", &cluster.seeds()]).await;
 }
 
 #[tokio::test]
@@ -135,47 +85,9 @@ async fn redis_gc_walks_every_master_of_a_cluster() {
     );
     let cluster = LocalCluster::start();
     let seeds = cluster.seeds();
-    // getPost lives 200 ms, topPosts a minute: the reference sets Post:p1 and Post:p2
-    // outlive getPost's entries and keep naming them until a collection.
-    let policy = std::env::temp_dir().join(format!("gw-cluster-gc-{}.toml", std::process::id()));
-    std::fs::write(&policy, "[policy.\"Query.getPost\"]\nttl = 0.2\n").unwrap();
-    {
-        let args = [
-            "--ttl",
-            "60",
-            "--policy",
-            policy.to_str().unwrap(),
-            "--storage",
-            "redis",
-            "--redis-cluster",
-            &seeds,
-        ];
-        let gw = Gateway::start(&user, &post, &args).await;
-        for q in [
-            r#"{ getPost(pid: "p1") { pid title } }"#,
-            r#"{ getPost(pid: "p2") { pid title } }"#,
-            r#"{ topPosts(count: 2) { pid title } }"#,
-        ] {
-            gw.query(q).await;
-        }
-    }
-    std::fs::remove_file(&policy).ok();
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    let gc = |strict: bool| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gateway"));
-        cmd.args(["redis-gc", "--redis-cluster", &seeds]);
-        if strict {
-            cmd.arg("--strict");
-        }
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
-    let report = gc(true);
+    let redis = ["--redis-cluster", seeds.as_str()];
+    store_for_gc(&user, &post, redis).await;
+    let report = redis_gc(redis, &["--strict"]);
     assert!(
         report.contains("strict")
             && report.contains("scanned 2 reference sets with 4 members")
@@ -188,19 +100,7 @@ async fn redis_gc_walks_every_master_of_a_cluster() {
     let mut cursor = "0".to_string();
     for step in 0.. {
         assert!(step < 100, "the lazy pass ends");
-        let out = Command::new(env!("CARGO_BIN_EXE_gateway"))
-            .args([
-                "redis-gc",
-                "--redis-cluster",
-                &seeds,
-                "--chunk",
-                "1000",
-                "--cursor",
-                &cursor,
-            ])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let text = redis_gc(redis, &["--cursor", &cursor]);
         assert!(text.contains("removed 0 members"), "{text}");
         cursor = text
             .split("cursor ")

@@ -18,12 +18,10 @@ const POLL: Duration = Duration::from_millis(50);
 /// How long a node may take to start, and the cluster to form.
 const START_DEADLINE: Duration = Duration::from_secs(30);
 
-/// The arguments of one cluster node on `127.0.0.1:port`: no persistence, its cluster
-/// state in `config_file` (which must not be shared with another node), a 2 s node
-/// timeout (a killed master is marked failed in seconds, not the default 15).
-pub fn node_arguments(port: u16, config_file: &Path) -> Vec<String> {
+/// The arguments of a private redis-server on `127.0.0.1:port`, without persistence
+/// (the matrix's single redis-server takes these too).
+pub fn server_arguments(port: u16) -> Vec<String> {
     let port = port.to_string();
-    let config = config_file.display().to_string();
     [
         "--port",
         &port,
@@ -33,16 +31,29 @@ pub fn node_arguments(port: u16, config_file: &Path) -> Vec<String> {
         "",
         "--appendonly",
         "no",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// The arguments of one cluster node on `127.0.0.1:port`: [`server_arguments`], its
+/// cluster state in `config_file` (which must not be shared with another node), and a
+/// 2 s node timeout (a killed master is marked failed in seconds, not the default 15).
+pub fn node_arguments(port: u16, config_file: &Path) -> Vec<String> {
+    let mut args = server_arguments(port);
+    let config = config_file.display().to_string();
+    for arg in [
         "--cluster-enabled",
         "yes",
         "--cluster-config-file",
         &config,
         "--cluster-node-timeout",
         "2000",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+    ] {
+        args.push(arg.to_string());
+    }
+    args
 }
 
 /// `redis-cli --cluster create` over the nodes on `ports` (each a master, slots split

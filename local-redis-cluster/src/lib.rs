@@ -20,4 +20,4 @@
 mod cluster;
 pub mod resp;
 
-pub use cluster::{form, node_arguments, wait_ok, LocalCluster, NODES};
+pub use cluster::{form, node_arguments, server_arguments, wait_ok, LocalCluster, NODES};

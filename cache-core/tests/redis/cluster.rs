@@ -23,6 +23,12 @@ fn store(cluster: &LocalCluster) -> RedisStorage {
         .unwrap()
 }
 
+/// Stores `value` under `key(n)` for a minute, with `references`.
+async fn put(store: &RedisStorage, n: u32, value: &str, references: &[&str]) {
+    let e = entry(value, LONG, Duration::ZERO, references);
+    store.set(key(n), e, LONG).await.unwrap();
+}
+
 fn entry_key(key: CacheKey) -> String {
     format!("gcl:e:{key}")
 }
@@ -43,8 +49,7 @@ async fn gets_sets_and_misses_across_slots_and_masters() {
     assert!(store.is_cluster());
     const N: u32 = 60;
     for n in 0..N {
-        let e = entry(&n.to_string(), LONG, Duration::ZERO, &[]);
-        store.set(key(n), e, LONG).await.unwrap();
+        put(&store, n, &n.to_string(), &[]).await;
     }
     let sizes = cluster.dbsizes();
     assert_eq!(sizes.iter().sum::<u64>(), N as u64, "{sizes:?}");
@@ -97,30 +102,9 @@ async fn invalidation_reaches_entries_on_other_masters_than_their_sets() {
         cluster.master_of(&format!("gcl:r:{reference}")),
     );
     assert_ne!(entry_at, set_at);
-    store
-        .set(
-            key(1),
-            entry("one", LONG, Duration::ZERO, &[&reference]),
-            LONG,
-        )
-        .await
-        .unwrap();
-    store
-        .set(
-            key(2),
-            entry("two", LONG, Duration::ZERO, &[&reference, "Post:9"]),
-            LONG,
-        )
-        .await
-        .unwrap();
-    store
-        .set(
-            key(3),
-            entry("three", LONG, Duration::ZERO, &["Post:9"]),
-            LONG,
-        )
-        .await
-        .unwrap();
+    put(&store, 1, "one", &[&reference]).await;
+    put(&store, 2, "two", &[&reference, "Post:9"]).await;
+    put(&store, 3, "three", &["Post:9"]).await;
     assert!(
         cluster.holds(entry_at, &entry_key(key(1))),
         "the entry on its master"
@@ -148,10 +132,7 @@ async fn invalidation_reaches_entries_on_other_masters_than_their_sets() {
     for n in 0..30u32 {
         let r = format!("Tag:{n}");
         homes[cluster.master_of(&format!("gcl:r:{r}"))] = true;
-        store
-            .set(key(100 + n), entry("t", LONG, Duration::ZERO, &[&r]), LONG)
-            .await
-            .unwrap();
+        put(&store, 100 + n, "t", &[&r]).await;
     }
     assert_eq!(homes, [true; NODES], "Tag sets on every master");
     let removed = store
@@ -185,20 +166,10 @@ async fn gc_on_a_cluster_removes_dead_members_across_masters() {
             .await
             .unwrap();
     }
-    store
-        .set(
-            key(100),
-            entry("v", LONG, Duration::ZERO, &[&reference]),
-            LONG,
-        )
-        .await
-        .unwrap();
+    put(&store, 100, "v", &[&reference]).await;
     for n in 200..230 {
         let r = format!("Post:{n}");
-        store
-            .set(key(n), entry("v", LONG, Duration::ZERO, &[&r]), LONG)
-            .await
-            .unwrap();
+        put(&store, n, "v", &[&r]).await;
         store.delete(key(n)).await.unwrap();
     }
     tokio::time::sleep(Duration::from_millis(300)).await;

@@ -51,21 +51,10 @@ pub fn missing_message(experiment: &str, config: &str) -> String {
     )
 }
 
-/// The arguments of a private, non-persistent redis-server on `127.0.0.1:port`.
+/// The arguments of a private, non-persistent redis-server on `127.0.0.1:port` (as the
+/// cluster's nodes have, see `local-redis-cluster`).
 pub fn arguments(port: u16) -> Vec<String> {
-    [
-        "--port",
-        &port.to_string(),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+    local_redis_cluster::server_arguments(port)
 }
 
 /// The URL the gateway is given for `{redis}`.
