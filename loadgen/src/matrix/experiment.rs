@@ -1191,6 +1191,45 @@ gateway = ["--storage", "redis", "--redis-cluster", "{{redis-cluster}}"]
     }
 
     #[test]
+    fn the_redis_cluster_experiment_is_valid() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments");
+        let e = Experiment::load(&dir.join("redis-cluster.toml")).unwrap();
+        let seed = Experiment::load(&dir.join("seed.toml")).unwrap();
+        let names: Vec<&str> = e.configs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["redis", "redis-cluster", "layered", "layered-cluster"]
+        );
+        assert_eq!(e.baseline, "redis");
+        for c in &e.configs {
+            let cluster = c.name.ends_with("-cluster");
+            assert_eq!(
+                (c.redis, c.redis_cluster),
+                (!cluster, cluster),
+                "{}",
+                c.name
+            );
+            assert_eq!(c.query, seed.configs[0].query, "{}: the seed query", c.name);
+            let (flag, placeholder) = if cluster {
+                ("--redis-cluster", REDIS_CLUSTER_PLACEHOLDER)
+            } else {
+                ("--redis", REDIS_PLACEHOLDER)
+            };
+            let storage = if c.name.starts_with("layered") {
+                "layered"
+            } else {
+                "redis"
+            };
+            assert_eq!(
+                c.gateway_args,
+                ["--ttl", "10", "--storage", storage, flag, placeholder],
+                "{}",
+                c.name
+            );
+        }
+    }
+
+    #[test]
     fn the_seed_experiment_is_valid() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/seed.toml");
         let e = Experiment::load(&path).unwrap();
