@@ -17,7 +17,8 @@ need_apt() { # need_apt COMMAND PACKAGE: install PACKAGE from Debian when COMMAN
 
 command -v cargo >/dev/null || { echo "test.sh: cargo is missing (install Rust with rustup)" >&2; exit 1; }
 need_apt cc gcc
-# The Redis tier's tests start their own redis-server (Debian's package, 7.0 or later).
+# The Redis tier's tests start their own redis-server (Debian's package, 7.0 or later),
+# and three of them as a Redis Cluster formed with redis-cli (which the package brings).
 need_apt redis-server redis-server
 
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}

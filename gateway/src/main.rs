@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use cache_core::storage::Eviction;
 use clap::{Args, Parser, Subcommand};
-use gateway::caching::{build_strategies, RedisSettings, StorageKind};
+use gateway::caching::{build_strategies, RedisSettings, RedisTarget, StorageKind};
 use gateway::connections::ServeOptions;
 use gateway::load::LoadLimits;
 use gateway::request::RequestLimits;
@@ -95,14 +95,20 @@ struct Cli {
     #[arg(long, value_name = "FILE")]
     policy: Option<std::path::PathBuf>,
     /// Where cache entries live: memory, redis (one cache shared by every gateway on
-    /// that Redis) or layered (a short-lived in-process L1 over Redis).
+    /// that Redis or Redis Cluster) or layered (a short-lived in-process L1 over Redis).
     #[arg(long, default_value = "memory", value_parser = StorageKind::parse)]
     storage: StorageKind,
     /// Redis for --storage redis or layered (and policies that name them), e.g.
     /// redis://127.0.0.1:6379.
     #[arg(long, value_name = "URL")]
     redis: Option<String>,
-    /// Batch the Redis reads of one scheduling turn into one MGET.
+    /// A Redis Cluster instead of --redis: seed nodes, comma-separated, e.g.
+    /// redis://127.0.0.1:7000,redis://127.0.0.1:7001 (the client learns the rest).
+    /// Entries spread over the masters by key; invalidation and pub/sub work across them.
+    #[arg(long, value_name = "URL[,URL...]", value_parser = RedisTarget::parse_cluster)]
+    redis_cluster: Option<RedisTarget>,
+    /// Batch the Redis reads of one scheduling turn into one MGET (on a cluster the
+    /// client splits it into one MGET per hash slot).
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     redis_autopipeline: bool,
     /// Longest time the layered storage's in-process L1 keeps an entry, in seconds.
@@ -150,8 +156,17 @@ enum Command {
 #[derive(Args, Debug)]
 struct RedisGcArgs {
     /// The Redis the gateways cache in, e.g. redis://127.0.0.1:6379.
-    #[arg(long, value_name = "URL")]
-    redis: String,
+    #[arg(
+        long,
+        value_name = "URL",
+        required_unless_present = "redis_cluster",
+        conflicts_with = "redis_cluster"
+    )]
+    redis: Option<String>,
+    /// The Redis Cluster the gateways cache in, as seed nodes (URL[,URL...]); a lazy
+    /// pass walks the masters one after the other, and its cursor says where it is.
+    #[arg(long, value_name = "URL[,URL...]", value_parser = RedisTarget::parse_cluster)]
+    redis_cluster: Option<RedisTarget>,
     /// A full pass over every reference set, instead of one chunk (lazy mode).
     #[arg(long)]
     strict: bool,
@@ -226,30 +241,46 @@ impl Cli {
                         .into(),
                 );
             }
-            let redis = match &self.redis {
-                Some(_) if !self.storage.needs_redis() && !policy_needs_redis => return Err(
-                    "--redis is used only with --storage redis or layered (or a policy's storage)"
-                        .into(),
-                ),
-                Some(url) => {
+            let target = match (&self.redis, &self.redis_cluster) {
+                (Some(_), Some(_)) => {
+                    return Err(
+                        "--redis and --redis-cluster: give one of them (one Redis, or a cluster's seed nodes)"
+                            .into(),
+                    )
+                }
+                (Some(url), None) => {
                     if !url.starts_with("redis://") {
                         return Err(format!("--redis {url:?}: expected redis://HOST:PORT"));
                     }
-                    Some(RedisSettings {
-                        url: url.clone(),
-                        auto_pipeline: self.redis_autopipeline,
-                        l1_ttl: seconds("--l1-ttl", self.l1_ttl)?,
-                        l1_max_entries: self.l1_max_entries,
-                    })
+                    Some(RedisTarget::Single(url.clone()))
                 }
+                (None, cluster) => cluster.clone(),
+            };
+            let redis = match target {
+                Some(target) if !self.storage.needs_redis() && !policy_needs_redis => {
+                    let flag = target.describe();
+                    let flag = flag.split(' ').next().unwrap_or_default();
+                    return Err(format!(
+                        "{flag} is used only with --storage redis or layered (or a policy's storage)"
+                    ));
+                }
+                Some(target) => Some(RedisSettings {
+                    target,
+                    auto_pipeline: self.redis_autopipeline,
+                    l1_ttl: seconds("--l1-ttl", self.l1_ttl)?,
+                    l1_max_entries: self.l1_max_entries,
+                }),
                 None if self.storage.needs_redis() => {
                     return Err(format!(
-                        "--storage {}: needs --redis URL",
+                        "--storage {}: needs --redis URL or --redis-cluster URL[,URL...]",
                         self.storage.name()
                     ))
                 }
                 None if policy_needs_redis => {
-                    return Err("--policy: a field's storage needs Redis; give --redis URL".into())
+                    return Err(
+                        "--policy: a field's storage needs Redis; give --redis URL or --redis-cluster URL[,URL...]"
+                            .into(),
+                    )
                 }
                 None => None,
             };
@@ -272,9 +303,10 @@ impl Cli {
                 eviction: self.cache_eviction.unwrap_or_default(),
             })
         } else {
-            if self.storage.needs_redis() || self.redis.is_some() {
+            if self.storage.needs_redis() || self.redis.is_some() || self.redis_cluster.is_some() {
                 return Err(
-                    "--storage and --redis configure the cache: give --ttl or --policy too".into(),
+                    "--storage, --redis and --redis-cluster configure the cache: give --ttl or --policy too"
+                        .into(),
                 );
             }
             if !self.strategies.is_empty() || self.cache_eviction.is_some() {
@@ -397,18 +429,23 @@ async fn run(cli: &Cli, config: GatewayConfig) -> anyhow::Result<()> {
 /// `gateway redis-gc`: one lazy chunk or one strict pass; prints its report and
 /// returns the exit code.
 async fn redis_gc(args: &RedisGcArgs) -> i32 {
-    use cache_core::storage::{GcMode, RedisStorage};
+    use cache_core::storage::GcMode;
     let Ok(timeout) = Duration::try_from_secs_f64(args.timeout) else {
         eprintln!("gateway redis-gc: --timeout must be a non-negative number of seconds");
         return 2;
     };
-    let store = match RedisStorage::builder(args.redis.as_str())
-        .command_timeout(timeout)
-        .build()
-    {
+    let target = match (&args.redis, &args.redis_cluster) {
+        (Some(url), _) => RedisTarget::Single(url.clone()),
+        (None, Some(cluster)) => cluster.clone(),
+        (None, None) => {
+            eprintln!("gateway redis-gc: give --redis URL or --redis-cluster URL[,URL...]");
+            return 2;
+        }
+    };
+    let store = match target.store_builder().command_timeout(timeout).build() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("gateway redis-gc: --redis {}: {e}", args.redis);
+            eprintln!("gateway redis-gc: {}: {e}", target.describe());
             return 2;
         }
     };
@@ -439,7 +476,7 @@ async fn redis_gc(args: &RedisGcArgs) -> i32 {
             0
         }
         Err(e) => {
-            eprintln!("gateway redis-gc: {}: {e}", args.redis);
+            eprintln!("gateway redis-gc: {}: {e}", target.describe());
             1
         }
     }

@@ -12,9 +12,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{
-    free_port, metric, metrics_of, post_router, user_router, GatewayProcess as Gateway, Server,
+use common::shared_cache::{
+    redis_gc, shared_cache_across_two_gateways, store_for_gc, subgraph_requests, PolicyFile, READ,
 };
+use common::{free_port, post_router, user_router, GatewayProcess as Gateway, Server};
 
 /// A `redis-server` of this test, stopped by PID when dropped.
 struct Redis {
@@ -91,113 +92,16 @@ impl Drop for Redis {
     }
 }
 
-/// A `--policy` file of this test, removed when dropped.
-struct PolicyFile(String);
-
-impl PolicyFile {
-    fn new(name: &str, toml: &str) -> PolicyFile {
-        let path = std::env::temp_dir().join(format!("gw-{name}-{}.toml", std::process::id()));
-        std::fs::write(&path, toml).unwrap();
-        PolicyFile(path.to_str().unwrap().to_string())
-    }
-}
-
-impl Drop for PolicyFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-async fn subgraph_requests(user: &Server, post: &Server) -> f64 {
-    let http = reqwest::Client::new();
-    let mut total = 0.0;
-    for s in [user, post] {
-        let text = metrics_of(&http, s.addr).await;
-        total += metric(&text, "subgraph_requests_total").unwrap();
-    }
-    total
-}
-
-const READ: &str =
-    r#"{ getPost(pid: "p1") { pid title } topPosts(count: 2) { pid title author { name } } }"#;
-
-async fn shared_cache_across_two_gateways(storage: &str) {
-    let (user, post) = (
-        Server::start(user_router()).await,
-        Server::start(post_router()).await,
-    );
-    let redis = Redis::start();
-    let url = redis.url();
-    // A long L1 ttl: only the invalidation message can make B's L1 fresh.
-    let args = [
-        "--ttl",
-        "10",
-        "--storage",
-        storage,
-        "--redis",
-        &url,
-        "--l1-ttl",
-        "60",
-    ];
-    let a = Gateway::start(&user, &post, &args).await;
-    let b = Gateway::start(&user, &post, &args).await;
-
-    let first = a.query(READ).await;
-    assert_eq!(first["data"]["getPost"]["title"], "Post 1", "{first}");
-    let before = subgraph_requests(&user, &post).await;
-    let through_b = b.query(READ).await;
-    assert_eq!(through_b, first);
-    assert_eq!(
-        subgraph_requests(&user, &post).await,
-        before,
-        "{storage}: gateway B answered from the shared cache without the subgraphs"
-    );
-
-    if storage == "layered" {
-        // B must listen before A publishes.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while b.metric("gateway_cache_invalidation_subscribed").await < 1.0 {
-            assert!(Instant::now() < deadline, "B never subscribed");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-    let renamed = a
-        .query(r#"mutation { updatePostTitle(pid: "p1", title: "Renamed") { pid title } }"#)
-        .await;
-    assert_eq!(renamed["data"]["updatePostTitle"]["title"], "Renamed");
-    // Redis is invalidated before A answers; B's L1 hears of it over pub/sub, which
-    // is asynchronous: allow it a bounded moment.
-    let deadline = Instant::now() + Duration::from_secs(2);
-    loop {
-        let after = b.query(READ).await;
-        let fresh = after["data"]["getPost"]["title"] == "Renamed"
-            && after["data"]["topPosts"][0]["title"] == "Renamed";
-        if fresh {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{storage}: B still serves the old title: {after}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    if storage == "layered" {
-        assert!(
-            b.metric("gateway_cache_invalidation_messages_total{direction=\"received\"}")
-                .await
-                >= 1.0
-        );
-    }
-}
-
 #[tokio::test]
 async fn two_gateways_share_redis_and_see_each_others_mutations() {
-    shared_cache_across_two_gateways("redis").await;
+    let redis = Redis::start();
+    shared_cache_across_two_gateways("redis", ["--redis", &redis.url()]).await;
 }
 
 #[tokio::test]
 async fn two_layered_gateways_share_redis_and_drop_each_others_l1() {
-    shared_cache_across_two_gateways("layered").await;
+    let redis = Redis::start();
+    shared_cache_across_two_gateways("layered", ["--redis", &redis.url()]).await;
 }
 
 #[tokio::test]
@@ -307,44 +211,8 @@ async fn redis_gc_reports_the_members_of_expired_entries() {
     );
     let redis = Redis::start();
     let url = redis.url();
-    // getPost lives 200 ms, topPosts a minute: the reference sets Post:p1 and Post:p2
-    // outlive getPost's entries and keep naming them until a collection.
-    {
-        let policy = PolicyFile::new("redis-gc", "[policy.\"Query.getPost\"]\nttl = 0.2\n");
-        let args = [
-            "--ttl",
-            "60",
-            "--policy",
-            &policy.0,
-            "--storage",
-            "redis",
-            "--redis",
-            &url,
-        ];
-        let gw = Gateway::start(&user, &post, &args).await;
-        for q in [
-            r#"{ getPost(pid: "p1") { pid title } }"#,
-            r#"{ getPost(pid: "p2") { pid title } }"#,
-            r#"{ topPosts(count: 2) { pid title } }"#,
-        ] {
-            gw.query(q).await;
-        }
-    }
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    let gc = |strict: bool| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gateway"));
-        cmd.args(["redis-gc", "--redis", &url]);
-        if strict {
-            cmd.arg("--strict");
-        }
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
+    store_for_gc(&user, &post, ["--redis", &url]).await;
+    let gc = |strict: bool| redis_gc(["--redis", &url], if strict { &["--strict"] } else { &[] });
     let report = gc(true);
     let number_before = |text: &str, word: &str| -> u64 {
         let words: Vec<&str> = text.split_whitespace().collect();

@@ -32,6 +32,12 @@
 //!   with a backoff of 100 ms doubling to 5 s, and clears L1 whenever it
 //!   (re)subscribes or loses the connection, since messages sent in the gap
 //!   are lost. It stops when the store is dropped.
+//! - On a Redis Cluster the channel is a classic one (`SUBSCRIBE`/`PUBLISH`,
+//!   not the sharded `SSUBSCRIBE`): the cluster bus forwards every `PUBLISH`
+//!   to every node, so one subscription on any node hears all of them. The
+//!   subscriber takes its node from the cluster's masters as the cluster
+//!   reports them at each attempt, then from the seeds, one after another, so
+//!   when its node goes away it subscribes on the next one.
 //! - A `get` that read L2 just before another process's invalidation and
 //!   copies the old value into L1 just after the message arrived keeps it
 //!   for at most `l1_ttl`: that window is the price of the L1. So is the
@@ -141,7 +147,7 @@ impl<V: Clone + Send + Sync + 'static> LayeredStorageBuilder<V> {
                 .build()
         });
         let task = tokio::spawn(subscribe(
-            redis.client().clone(),
+            redis.clone(),
             channel.clone(),
             instance,
             l1.clone(),
@@ -556,9 +562,12 @@ fn apply<V: Clone + Send + Sync + 'static>(
     }
 }
 
-/// The subscriber task: subscribe, apply messages, reconnect with backoff.
+/// The subscriber task: subscribe, apply messages, reconnect with backoff. Each
+/// attempt takes the next of the store's pub/sub clients (one server: always its own;
+/// a cluster: its masters, then the seeds), so a subscriber whose node went away
+/// moves to another node.
 async fn subscribe<V: Clone + Send + Sync + 'static>(
-    client: redis::Client,
+    redis: RedisStorage,
     channel: String,
     instance: u64,
     l1: MemoryStorage<V>,
@@ -567,7 +576,14 @@ async fn subscribe<V: Clone + Send + Sync + 'static>(
     const MIN_BACKOFF: Duration = Duration::from_millis(100);
     const MAX_BACKOFF: Duration = Duration::from_secs(5);
     let mut backoff = MIN_BACKOFF;
+    let mut attempt = 0usize;
     loop {
+        let clients = redis.pubsub_clients().await;
+        let Some(client) = clients.get(attempt % clients.len().max(1)) else {
+            tokio::time::sleep(MAX_BACKOFF).await;
+            continue;
+        };
+        attempt = attempt.wrapping_add(1);
         let connected = tokio::time::timeout(Duration::from_secs(2), async {
             let mut pubsub = client.get_async_pubsub().await?;
             pubsub.subscribe(&channel).await?;

@@ -54,7 +54,8 @@ mod settings;
 mod tiers;
 
 pub use settings::{
-    build_strategies, CacheSettings, FieldPolicy, KeyPolicy, PolicyFile, RedisSettings, StorageKind,
+    build_strategies, CacheSettings, FieldPolicy, KeyPolicy, PolicyFile, RedisSettings,
+    RedisTarget, StorageKind,
 };
 
 use crate::execute::RequestInput;

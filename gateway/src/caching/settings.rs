@@ -1,12 +1,12 @@
 //! How the gateway caches: the settings from its flags (`--ttl`, `--stale`,
-//! `--storage`, `--redis`, `--invalidation`, `--strategy`, `--cache-eviction`, ...)
+//! `--storage`, `--redis`, `--redis-cluster`, `--invalidation`, `--strategy`, `--cache-eviction`, ...)
 //! and the `--policy` file of overrides per `Type.field`.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use cache_core::storage::Eviction;
+use cache_core::storage::{Eviction, RedisStorage, RedisStorageBuilder};
 use cache_core::{strategies, NamedStrategy};
 use serde::Deserialize;
 
@@ -50,11 +50,62 @@ impl StorageKind {
     }
 }
 
+/// Which Redis the `redis` and `layered` storages use: one server (`--redis`) or a
+/// Redis Cluster (`--redis-cluster`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RedisTarget {
+    /// `redis://host:port[/db]`.
+    Single(String),
+    /// The cluster's seed nodes, each `redis://host:port`.
+    Cluster(Vec<String>),
+}
+
+impl RedisTarget {
+    /// The flag and value it came from, for error messages (`--redis redis://…`).
+    pub fn describe(&self) -> String {
+        match self {
+            RedisTarget::Single(url) => format!("--redis {url}"),
+            RedisTarget::Cluster(seeds) => format!("--redis-cluster {}", seeds.join(",")),
+        }
+    }
+
+    /// A store builder for this target (the caller sets the rest and builds).
+    pub fn store_builder(&self) -> RedisStorageBuilder {
+        match self {
+            RedisTarget::Single(url) => RedisStorage::builder(url.as_str()),
+            RedisTarget::Cluster(seeds) => RedisStorage::cluster_builder(seeds.iter().cloned()),
+        }
+    }
+
+    /// Parses `--redis-cluster URL[,URL…]`: at least one seed, each `redis://host:port`,
+    /// no database (a cluster has only database 0).
+    pub fn parse_cluster(text: &str) -> Result<RedisTarget, String> {
+        let seeds: Vec<String> = text.split(',').map(|s| s.trim().to_string()).collect();
+        for seed in &seeds {
+            let Some(rest) = seed.strip_prefix("redis://") else {
+                return Err(format!(
+                    "--redis-cluster {text:?}: {seed:?} is not redis://HOST:PORT (seeds are separated by commas)"
+                ));
+            };
+            let address = rest.trim_end_matches('/');
+            let port = address
+                .rsplit_once(':')
+                .map(|(host, port)| (host, port.parse::<u16>()));
+            if address.contains('/') || !matches!(port, Some((host, Ok(_))) if !host.is_empty()) {
+                return Err(format!(
+                    "--redis-cluster {text:?}: {seed:?} is not redis://HOST:PORT (a cluster has no database number)"
+                ));
+            }
+        }
+        Ok(RedisTarget::Cluster(seeds))
+    }
+}
+
 /// How to reach Redis, for the `redis` and `layered` storages.
 #[derive(Debug, Clone)]
 pub struct RedisSettings {
-    /// `redis://host:port[/db]`.
-    pub url: String,
+    /// One server or a cluster.
+    pub target: RedisTarget,
     /// Batch the gets of one scheduling turn into one `MGET` (`--redis-autopipeline`).
     pub auto_pipeline: bool,
     /// How long the layered store's L1 keeps an entry at most.

@@ -54,14 +54,18 @@ impl Tier {
         let redis = match kind {
             StorageKind::Memory => None,
             _ => {
-                let r = settings
-                    .redis
-                    .as_ref()
-                    .ok_or_else(|| format!("storage {} needs --redis URL", kind.name()))?;
-                let store = RedisStorage::builder(r.url.as_str())
+                let r = settings.redis.as_ref().ok_or_else(|| {
+                    format!(
+                        "storage {} needs --redis URL or --redis-cluster URL[,URL...]",
+                        kind.name()
+                    )
+                })?;
+                let store = r
+                    .target
+                    .store_builder()
                     .auto_pipeline(r.auto_pipeline)
                     .build()
-                    .map_err(|e| format!("--redis {}: {e}", r.url))?;
+                    .map_err(|e| format!("{}: {e}", r.target.describe()))?;
                 Some(store)
             }
         };

@@ -2,6 +2,8 @@
 //! in this process, spoken to over real HTTP.
 #![allow(dead_code)]
 
+pub mod shared_cache;
+
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;

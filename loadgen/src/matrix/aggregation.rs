@@ -112,6 +112,12 @@ impl ConfigSummary {
             redis_server_commands_per_request: median_of(
                 rounds.iter().map(|m| m.redis_server_commands_per_request),
             ),
+            redis_keys_per_master: rounds
+                .iter()
+                .rev()
+                .find(|m| !m.redis_keys_per_master.is_empty())
+                .map(|m| m.redis_keys_per_master.clone())
+                .unwrap_or_default(),
             storage_errors: median_of(rounds.iter().map(|m| m.storage_errors)),
             instance_hit_ratios: {
                 let n = rounds.iter().map(|m| m.instances.len()).max().unwrap_or(0);

@@ -23,6 +23,9 @@ use crate::workload::Workload;
 const RUNNER_OWNED_FLAGS: [&str; 3] = ["--listen", "--subgraph", "--profiling"];
 /// In a configuration's gateway arguments, replaced by its redis-server's URL.
 pub const REDIS_PLACEHOLDER: &str = "{redis}";
+/// In a configuration's gateway arguments, replaced by its Redis Cluster's seed URLs
+/// (comma-separated, for `--redis-cluster`).
+pub const REDIS_CLUSTER_PLACEHOLDER: &str = "{redis-cluster}";
 /// In any service argument, replaced by the experiment file's directory (for policy
 /// files next to the experiment).
 pub const DIR_PLACEHOLDER: &str = "{dir}";
@@ -130,6 +133,14 @@ struct ProfileFile {
     tool: Option<String>,
 }
 
+/// `redis = true | false | "cluster"` in a `[[config]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum RedisChoice {
+    Server(bool),
+    Named(String),
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ConfigFile {
@@ -147,10 +158,11 @@ struct ConfigFile {
     /// This configuration's own query, replacing the top-level `[query]`.
     #[serde(default)]
     query: Option<QueryFile>,
-    /// Start a private redis-server for this configuration (`{redis}` in its gateway
-    /// arguments becomes its URL).
+    /// Start a private redis-server for this configuration (`true`: `{redis}` in its
+    /// gateway arguments becomes its URL) or a private three-master Redis Cluster
+    /// (`"cluster"`: `{redis-cluster}` becomes its seed URLs).
     #[serde(default)]
-    redis: Option<bool>,
+    redis: Option<RedisChoice>,
     /// Gateway instances to start and load round robin (default 1).
     #[serde(default)]
     gateways: Option<i64>,
@@ -267,6 +279,8 @@ pub struct ConfigSpec {
     pub own_query: bool,
     /// Start a redis-server for this configuration and round.
     pub redis: bool,
+    /// Start a Redis Cluster for this configuration and round (`redis = "cluster"`).
+    pub redis_cluster: bool,
     /// Gateway instances, loaded round robin.
     pub gateways: usize,
     /// Its own baseline configuration, if not the file's.
@@ -368,6 +382,11 @@ impl Experiment {
                     "{key} uses {REDIS_PLACEHOLDER}: only a configuration with redis = true may"
                 )));
             }
+            if args.iter().any(|a| a.contains(REDIS_CLUSTER_PLACEHOLDER)) {
+                return Err(invalid(format!(
+                    "{key} uses {REDIS_CLUSTER_PLACEHOLDER}: only a configuration with redis = \"cluster\" may"
+                )));
+            }
         }
         let dir_text = base_dir.display().to_string();
         let with_common = |common: &[String], own: Vec<String>| -> Vec<String> {
@@ -467,16 +486,36 @@ impl Experiment {
                     None,
                 ),
             };
-            let redis = c.redis.unwrap_or(false);
+            let (redis, redis_cluster) = match &c.redis {
+                None | Some(RedisChoice::Server(false)) => (false, false),
+                Some(RedisChoice::Server(true)) => (true, false),
+                Some(RedisChoice::Named(name)) if name == "cluster" => (false, true),
+                Some(RedisChoice::Named(other)) => {
+                    return Err(invalid(format!(
+                        "{at}: redis = {other:?}: expected true, false or \"cluster\""
+                    )))
+                }
+            };
             for (key, args) in [
                 ("user_service", &c.user_service),
                 ("post_service", &c.post_service),
             ] {
-                if args.iter().any(|a| a.contains(REDIS_PLACEHOLDER)) {
-                    return Err(invalid(format!(
-                        "{at}: {key} uses {REDIS_PLACEHOLDER}, which only gateway arguments may use"
-                    )));
+                for placeholder in [REDIS_PLACEHOLDER, REDIS_CLUSTER_PLACEHOLDER] {
+                    if args.iter().any(|a| a.contains(placeholder)) {
+                        return Err(invalid(format!(
+                            "{at}: {key} uses {placeholder}, which only gateway arguments may use"
+                        )));
+                    }
                 }
+            }
+            if !redis_cluster
+                && c.gateway
+                    .iter()
+                    .any(|a| a.contains(REDIS_CLUSTER_PLACEHOLDER))
+            {
+                return Err(invalid(format!(
+                    "{at}: gateway uses {REDIS_CLUSTER_PLACEHOLDER} but the configuration does not say redis = \"cluster\""
+                )));
             }
             if !redis && c.gateway.iter().any(|a| a.contains(REDIS_PLACEHOLDER)) {
                 return Err(invalid(format!(
@@ -509,6 +548,7 @@ impl Experiment {
                 workload: config_workload,
                 own_query,
                 redis,
+                redis_cluster,
                 gateways,
                 baseline: c.baseline,
                 check: c.check.unwrap_or(true),
@@ -1020,6 +1060,19 @@ gateway = ["--storage", "redis", "--redis", "{{redis}}"]
         assert_eq!((plain.redis, plain.gateways), (false, 1));
         assert_eq!((shared.redis, shared.gateways), (true, 2));
         assert_eq!(shared.gateway_args[3], "{redis}");
+        assert!(!shared.redis_cluster && !plain.redis_cluster);
+        let e = parse(&format!(
+            r#"{MINIMAL}
+[[config]]
+name = "cluster"
+redis = "cluster"
+gateway = ["--storage", "redis", "--redis-cluster", "{{redis-cluster}}"]
+"#
+        ))
+        .unwrap();
+        let cluster = &e.configs[1];
+        assert!(cluster.redis_cluster && !cluster.redis);
+        assert_eq!(cluster.gateway_args[3], "{redis-cluster}");
     }
 
     #[test]
@@ -1028,7 +1081,15 @@ gateway = ["--storage", "redis", "--redis", "{{redis}}"]
             ("gateways = 0", "config #1 (\"plain\"): gateways = 0: must be 1 to 16"),
             ("gateways = 17", "gateways = 17: must be 1 to 16"),
             ("gateways = \"two\"", "gateways"),
-            ("redis = \"yes\"", "redis"),
+            ("redis = \"yes\"", "redis = \"yes\": expected true, false or \"cluster\""),
+            (
+                "redis = true\ngateway = [\"--redis-cluster\", \"{redis-cluster}\"]",
+                "gateway uses {redis-cluster} but the configuration does not say redis = \"cluster\"",
+            ),
+            (
+                "redis = \"cluster\"\ngateway = [\"--redis\", \"{redis}\"]",
+                "gateway uses {redis} but the configuration does not say redis = true",
+            ),
             (
                 "gateway = [\"--redis\", \"{redis}\"]",
                 "gateway uses {redis} but the configuration does not say redis = true",
@@ -1127,6 +1188,45 @@ gateway = ["--storage", "redis", "--redis", "{{redis}}"]
             e.configs[3].gateway_args,
             ["--ttl", "10", "--storage", "layered", "--redis", "{redis}"]
         );
+    }
+
+    #[test]
+    fn the_redis_cluster_experiment_is_valid() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments");
+        let e = Experiment::load(&dir.join("redis-cluster.toml")).unwrap();
+        let seed = Experiment::load(&dir.join("seed.toml")).unwrap();
+        let names: Vec<&str> = e.configs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["redis", "redis-cluster", "layered", "layered-cluster"]
+        );
+        assert_eq!(e.baseline, "redis");
+        for c in &e.configs {
+            let cluster = c.name.ends_with("-cluster");
+            assert_eq!(
+                (c.redis, c.redis_cluster),
+                (!cluster, cluster),
+                "{}",
+                c.name
+            );
+            assert_eq!(c.query, seed.configs[0].query, "{}: the seed query", c.name);
+            let (flag, placeholder) = if cluster {
+                ("--redis-cluster", REDIS_CLUSTER_PLACEHOLDER)
+            } else {
+                ("--redis", REDIS_PLACEHOLDER)
+            };
+            let storage = if c.name.starts_with("layered") {
+                "layered"
+            } else {
+                "redis"
+            };
+            assert_eq!(
+                c.gateway_args,
+                ["--ttl", "10", "--storage", storage, flag, placeholder],
+                "{}",
+                c.name
+            );
+        }
     }
 
     #[test]

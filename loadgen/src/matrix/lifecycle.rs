@@ -1,6 +1,6 @@
-//! The processes of one configuration in one round: start them on free ports (Redis
-//! first, then the subgraphs, then the gateways), wait for `/health`, check the answer,
-//! and stop them by PID.
+//! The processes of one configuration in one round: start them on free ports (Redis,
+//! or a Redis Cluster, first, then the subgraphs, then the gateways), wait for
+//! `/health`, check the answer, and stop them by PID.
 //!
 //! Every process is a [`ServiceProcess`], which stops itself when dropped: an error
 //! anywhere in a round never leaves a gateway behind.
@@ -12,8 +12,9 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context};
 use hyper::Method;
 
-use super::experiment::{ConfigSpec, QuerySpec, REDIS_PLACEHOLDER};
+use super::experiment::{ConfigSpec, QuerySpec, REDIS_CLUSTER_PLACEHOLDER, REDIS_PLACEHOLDER};
 use super::http_probe;
+use super::redis_cluster::{self, RedisCluster};
 use super::redis_server;
 use super::services::{free_ports, ServiceProcess, STOP_GRACE};
 use super::settings::{Binaries, GATEWAY, POST_SERVICE, USER_SERVICE};
@@ -32,6 +33,8 @@ const REDIS_DEADLINE: Duration = Duration::from_secs(20);
 /// The running processes of one configuration.
 pub struct Stack {
     pub redis: Option<(ServiceProcess, Duration)>,
+    /// The configuration's Redis Cluster (`redis = "cluster"`).
+    pub cluster: Option<RedisCluster>,
     pub user: (ServiceProcess, Duration),
     pub post: (ServiceProcess, Duration),
     /// In start order; the first is the profiled one.
@@ -75,8 +78,13 @@ impl Stack {
     pub fn start(launch: &Launch<'_>, config: &ConfigSpec) -> anyhow::Result<Stack> {
         let rt = launch.runtime;
         let instances = config.gateways.max(1);
-        let ports =
-            free_ports(2 + instances + usize::from(config.redis)).context("choosing free ports")?;
+        let cluster_nodes = if config.redis_cluster {
+            redis_cluster::MASTERS
+        } else {
+            0
+        };
+        let ports = free_ports(2 + instances + usize::from(config.redis) + cluster_nodes)
+            .context("choosing free ports")?;
         let addr = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
         let (user_addr, post_addr) = (addr(ports[0]), addr(ports[1]));
         let log = |service: &str| launch.logs.join(format!("{}-{service}.log", launch.tag));
@@ -100,8 +108,36 @@ impl Stack {
         } else {
             None
         };
+        let cluster = if config.redis_cluster {
+            let missing = || {
+                anyhow!(redis_server::missing_message(
+                    launch.experiment_name,
+                    &config.name
+                ))
+            };
+            let binary = launch.redis_binary.ok_or_else(missing)?;
+            let cli = redis_cluster::find_redis_cli().ok_or_else(missing)?;
+            let first = 2 + instances + usize::from(config.redis);
+            Some(rt.block_on(RedisCluster::start(
+                binary,
+                &cli,
+                &ports[first..first + cluster_nodes],
+                log,
+                REDIS_DEADLINE,
+            ))?)
+        } else {
+            None
+        };
         let redis_url = redis.as_ref().map(|(r, _)| redis_server::url(r.addr));
         let gateway_extra = with_redis_url(&config.gateway_args, redis_url.as_deref());
+        let seeds = cluster.as_ref().map(RedisCluster::seeds);
+        let gateway_extra: Vec<String> = gateway_extra
+            .iter()
+            .map(|a| match &seeds {
+                Some(seeds) => a.replace(REDIS_CLUSTER_PLACEHOLDER, seeds),
+                None => a.clone(),
+            })
+            .collect();
 
         let mut user = ServiceProcess::spawn(
             USER_SERVICE,
@@ -148,6 +184,7 @@ impl Stack {
         }
         Ok(Stack {
             redis,
+            cluster,
             user: (user, user_ready),
             post: (post, post_ready),
             gateways,
@@ -155,7 +192,7 @@ impl Stack {
     }
 
     /// Every process with the time it took to be healthy: gateways, post-service,
-    /// user-service, redis-server.
+    /// user-service, redis-server (or the cluster's nodes).
     pub fn processes(&self) -> Vec<(&ServiceProcess, Duration)> {
         let mut all: Vec<(&ServiceProcess, Duration)> =
             self.gateways.iter().map(|(p, d)| (p, *d)).collect();
@@ -164,7 +201,31 @@ impl Stack {
         if let Some((r, d)) = &self.redis {
             all.push((r, *d));
         }
+        if let Some(cluster) = &self.cluster {
+            all.extend(cluster.nodes.iter().map(|(n, d)| (n, *d)));
+        }
         all
+    }
+
+    /// The URL given for `{redis}`, or the seeds given for `{redis-cluster}`.
+    pub fn redis_url(&self) -> Option<String> {
+        let single = self.redis.as_ref().map(|(r, _)| redis_server::url(r.addr));
+        single.or_else(|| self.cluster.as_ref().map(RedisCluster::seeds))
+    }
+
+    /// How many Redis processes answer [`Stack::redis_commands`] (each counts the
+    /// runner's own INFO).
+    pub fn redis_processes(&self) -> usize {
+        usize::from(self.redis.is_some()) + self.cluster.as_ref().map_or(0, |c| c.nodes.len())
+    }
+
+    /// The commands Redis (every node of a cluster) processed so far, if there is one.
+    pub fn redis_commands(&self, rt: &tokio::runtime::Runtime) -> Option<anyhow::Result<u64>> {
+        if let Some((r, _)) = &self.redis {
+            return Some(rt.block_on(redis_server::commands_processed(r.addr)));
+        }
+        let cluster = self.cluster.as_ref()?;
+        Some(rt.block_on(cluster.commands_processed()))
     }
 
     /// Processes that serve `/metrics`: the gateways and both subgraphs.
@@ -183,7 +244,7 @@ impl Stack {
     pub fn measured(&self) -> Vec<(String, u32)> {
         self.processes()
             .iter()
-            .filter(|(p, _)| p.name != redis_server::REDIS_NAME)
+            .filter(|(p, _)| !p.name.starts_with(redis_server::REDIS_NAME))
             .map(|(p, _)| (p.name.clone(), p.pid()))
             .collect()
     }
@@ -219,6 +280,9 @@ impl Stack {
         stopped.push(self.user.0.stop(STOP_GRACE));
         if let Some((r, _)) = &mut self.redis {
             stopped.push(r.stop(STOP_GRACE));
+        }
+        if let Some(cluster) = &mut self.cluster {
+            stopped.extend(cluster.nodes.iter_mut().map(|(n, _)| n.stop(STOP_GRACE)));
         }
         stopped
     }

@@ -17,7 +17,6 @@ use super::profile::flamegraph::sample_count;
 use super::profile::perf::{PerfData, PerfRecording};
 use super::profile::{ProfileFigures, ProfileOutcome};
 use super::record::{QueryRecord, RedisRecord, RunRecord, ServiceRecord};
-use super::redis_server;
 use super::sampling::{summed, CpuWatch, ProcessCpu};
 use super::scraping::{
     scrape_all, subgraph_requests, upstream_every_second, Scrape, WindowMetrics,
@@ -151,6 +150,10 @@ struct Window {
     after: anyhow::Result<BTreeMap<String, Scrape>>,
     redis_before: Option<anyhow::Result<u64>>,
     redis_after: Option<anyhow::Result<u64>>,
+    /// Redis processes whose counters `redis_before`/`redis_after` sum (cluster: nodes).
+    redis_processes: usize,
+    /// A cluster's keys per master at the window's end.
+    keys_per_master: Vec<u64>,
     perf: anyhow::Result<Option<PerfData>>,
     endpoint: Option<ProfileOutcome>,
     profile_note: Option<String>,
@@ -234,10 +237,7 @@ fn measure_window(
         ctx.settings.duration().as_secs(),
         before.as_ref().ok().and_then(subgraph_requests),
     ));
-    let redis_before = stack
-        .redis
-        .as_ref()
-        .map(|(r, _)| rt.block_on(redis_server::commands_processed(r.addr)));
+    let redis_before = stack.redis_commands(rt);
 
     let result = bench
         .join()
@@ -261,10 +261,13 @@ fn measure_window(
     for (second, upstream) in report.timeline.iter_mut().zip(upstream_seconds) {
         second.upstream_requests = upstream;
     }
-    let redis_after = stack
-        .redis
+    let redis_after = stack.redis_commands(rt);
+    // After the last INFO, so that DBSIZE is not counted in the window.
+    let keys_per_master = stack
+        .cluster
         .as_ref()
-        .map(|(r, _)| rt.block_on(redis_server::commands_processed(r.addr)));
+        .and_then(|c| c.keys_per_master().ok())
+        .unwrap_or_default();
     let endpoint_outcome = endpoint_profile.map(|task| {
         rt.block_on(task).unwrap_or_else(|e| {
             ProfileOutcome::Unavailable(format!("no flamegraph: profile task failed: {e}"))
@@ -283,6 +286,8 @@ fn measure_window(
         after,
         redis_before,
         redis_after,
+        redis_processes: stack.redis_processes(),
+        keys_per_master,
         perf: perf_data,
         endpoint: endpoint_outcome,
         profile_note,
@@ -385,7 +390,7 @@ pub fn run_configuration(
             stopped: String::new(),
         })
         .collect();
-    let redis_url = stack.redis.as_ref().map(|(r, _)| redis_server::url(r.addr));
+    let redis_url = stack.redis_url();
     let stopped = stack.stop();
     let services: Vec<ServiceRecord> = processes
         .into_iter()
@@ -425,6 +430,8 @@ fn round_output(
         after,
         redis_before,
         redis_after,
+        redis_processes,
+        keys_per_master,
         ..
     } = window;
     let client_requests = Some(report.requests as f64).filter(|n| *n > 0.0);
@@ -458,9 +465,12 @@ fn round_output(
         (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
     };
     // Between the two INFO answers the server ran the first INFO and the gateways'
-    // commands (whether INFO counts itself or not, exactly one INFO falls in between).
+    // commands (whether INFO counts itself or not, exactly one INFO falls in between);
+    // on a cluster, so did every node.
     let redis_server_commands = match (&redis_before, &redis_after) {
-        (Some(Ok(b)), Some(Ok(a))) => Some(a.saturating_sub(*b).saturating_sub(1) as f64),
+        (Some(Ok(b)), Some(Ok(a))) => {
+            Some(a.saturating_sub(*b).saturating_sub(redis_processes as u64) as f64)
+        }
         _ => None,
     };
     let profiled_in_window = !matches!(ctx.profiler, Profiler::Off(_));
@@ -547,6 +557,7 @@ fn round_output(
             metrics.gateway_sum("gateway_redis_round_trips_total"),
         ),
         redis_server_commands_per_request: per_request(redis_server_commands),
+        redis_keys_per_master: keys_per_master.clone(),
         storage_errors,
         instances: instance_figures.clone(),
         loadgen_cpu_cores: report.loadgen_cpu.process_cores,
@@ -593,6 +604,7 @@ fn round_output(
             commands_processed_before: redis_before.as_ref().and_then(|b| b.as_ref().ok().copied()),
             commands_processed_after: redis_after.as_ref().and_then(|a| a.as_ref().ok().copied()),
             commands_in_window: redis_server_commands,
+            keys_per_master: keys_per_master.clone(),
         }),
         profile: profile_note.unwrap_or_else(|| "collected".into()),
         profile_figures: figures,

@@ -4,7 +4,7 @@
 //! every configuration alike. The steps, each in its own file along the data's path:
 //!
 //! - [`experiment`]: the experiment file; [`settings`]: rounds, windows, binaries;
-//! - [`lifecycle`] (with [`services`], [`redis_server`], [`http_probe`]): start fresh
+//! - [`lifecycle`] (with [`services`], [`redis_server`], [`redis_cluster`], [`http_probe`]): start fresh
 //!   processes on free ports, wait for `/health`, check the answer, stop by PID;
 //!   [`reaper`]: on SIGTERM or SIGINT, every process the run started is stopped by PID
 //!   and the run's folder marked `INCOMPLETE`;
@@ -28,6 +28,7 @@ pub mod measure;
 pub mod profile;
 pub mod reaper;
 pub mod record;
+pub mod redis_cluster;
 pub mod redis_server;
 pub mod render;
 pub mod sampling;
@@ -170,7 +171,11 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
         .map_err(|e| anyhow!(e))?;
     let settings = RunSettings::resolve(args, &experiment);
     // A configuration that needs redis-server fails the run before anything starts.
-    let redis_binary = match experiment.configs.iter().find(|c| c.redis) {
+    let redis_binary = match experiment
+        .configs
+        .iter()
+        .find(|c| c.redis || c.redis_cluster)
+    {
         None => None,
         Some(c) => Some(
             redis_server::find_on_path()

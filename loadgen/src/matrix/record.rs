@@ -86,6 +86,9 @@ pub struct RedisRecord {
     pub commands_processed_after: Option<u64>,
     /// Commands in the window, the runner's own INFO subtracted.
     pub commands_in_window: Option<f64>,
+    /// A cluster's keys per master (`DBSIZE` of each, in node order) at the window's end.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub keys_per_master: Vec<u64>,
 }
 
 /// One process of the run.

@@ -27,9 +27,14 @@ const COMMAND_DEADLINE: Duration = Duration::from_secs(2);
 
 /// `redis-server` on `PATH`, if there is one.
 pub fn find_on_path() -> Option<PathBuf> {
+    find_binary(REDIS_SERVER)
+}
+
+/// The executable `name` on `PATH`, if there is one.
+pub fn find_binary(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
-        .map(|dir| dir.join(REDIS_SERVER))
+        .map(|dir| dir.join(name))
         .find(|candidate| is_executable(candidate))
 }
 
@@ -46,21 +51,10 @@ pub fn missing_message(experiment: &str, config: &str) -> String {
     )
 }
 
-/// The arguments of a private, non-persistent redis-server on `127.0.0.1:port`.
+/// The arguments of a private, non-persistent redis-server on `127.0.0.1:port` (as the
+/// cluster's nodes have, see `local-redis-cluster`).
 pub fn arguments(port: u16) -> Vec<String> {
-    [
-        "--port",
-        &port.to_string(),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+    local_redis_cluster::server_arguments(port)
 }
 
 /// The URL the gateway is given for `{redis}`.

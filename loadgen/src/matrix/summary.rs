@@ -81,6 +81,9 @@ pub struct Measurement {
     /// client request, the runner's own two INFO commands subtracted.
     #[serde(default)]
     pub redis_server_commands_per_request: Option<f64>,
+    /// A Redis Cluster's keys per master (`DBSIZE`, in node order) at the window's end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redis_keys_per_master: Vec<u64>,
     /// Δ`gateway_storage_errors_total` + Δ`gateway_cache_storage_errors_total`.
     #[serde(default)]
     pub storage_errors: Option<f64>,
@@ -250,6 +253,9 @@ pub struct Medians {
     pub redis_round_trips_per_request: Option<f64>,
     #[serde(default)]
     pub redis_server_commands_per_request: Option<f64>,
+    /// A Redis Cluster's keys per master at the end of the last round.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redis_keys_per_master: Vec<u64>,
     #[serde(default)]
     pub storage_errors: Option<f64>,
     /// Per instance (several gateways), the median of its cache hit ratio.
@@ -386,6 +392,7 @@ pub(crate) mod fixtures {
             redis_commands_per_request: None,
             redis_round_trips_per_request: None,
             redis_server_commands_per_request: None,
+            redis_keys_per_master: Vec::new(),
             storage_errors: None,
             instances: Vec::new(),
             loadgen_cpu_cores: 0.2,

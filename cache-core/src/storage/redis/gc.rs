@@ -1,27 +1,33 @@
 //! Garbage collection of reference sets: members whose entry expired, was replaced or
-//! evicted, removed by a Lua script per set so that a member re-added between the check
-//! and the removal is not lost.
+//! evicted.
+//!
+//! A cluster forbids a command or a script to touch keys of two slots, and a set and the
+//! entries it names sit in different slots (see the module docs of `redis`), so GC is a
+//! few exchanges of one-slot groups instead of one script. For each chunk of sets:
+//! 1. `SMEMBERS` of each set;
+//! 2. `EXISTS` of each member's entry;
+//! 3. `SREM` of the members whose entry is gone, from their sets;
+//! 4. `PTTL` of those entries again;
+//! 5. any that exists now (stored again between 2 and 3) goes back into its sets with
+//!    `SADD` and the set's ttl (`PEXPIRE … NX`, `… GT`, as a write does).
+//!
+//! Why a member is never lost from a set while its entry lives: a write stores the entry
+//! before it adds the entry to its sets (one pipeline in that order on one server, two
+//! stages on a cluster). If a write's `SADD` came before step 3 removed the member, its
+//! `SET` came before that too, so step 4 sees the entry and step 5 puts the member back.
+//! If the `SADD` came after step 3, nothing was removed. The cost is five round trips per
+//! chunk of sets where the former Lua script took one, on a job that runs in the
+//! background or from `gateway redis-gc`.
 
-use super::{glob_escape, Core, RedisStorage, SCAN_COUNT};
+use std::collections::HashSet;
+
+use redis::{FromRedisValue, Value};
+
+use super::connection::Group;
+use super::invalidation::take_out;
+use super::{add_to_set, glob_escape, Core, RedisStorage, MAX_TTL_MILLIS, SCAN_COUNT};
 use crate::error::StorageError;
 use crate::storage::StorageResult;
-
-/// Removes the members of one reference set whose entry is gone. `KEYS[1]`
-/// is the set, `ARGV[1]` the entry-key prefix. Returns `{members, removed}`.
-///
-/// It reads entry keys it was not given in `KEYS`: fine on a single Redis, not on
-/// Redis Cluster (which this store does not support).
-const GC_SCRIPT: &str = r#"
-local members = redis.call('SMEMBERS', KEYS[1])
-local removed = 0
-for _, member in ipairs(members) do
-  if redis.call('EXISTS', ARGV[1] .. member) == 0 then
-    redis.call('SREM', KEYS[1], member)
-    removed = removed + 1
-  end
-end
-return {#members, removed}
-"#;
 
 /// Which garbage collection [`RedisStorage::gc`] runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,33 +97,101 @@ impl RedisStorage {
 }
 
 impl Core {
-    /// Runs the GC script on each of `sets` in one pipeline.
+    /// Collects the garbage of `sets` (see the module docs).
     async fn gc_sets(&self, sets: &[String], report: &mut GcReport) -> StorageResult<()> {
         if sets.is_empty() {
             return Ok(());
         }
-        let mut pipe = redis::pipe();
-        for set in sets {
-            pipe.cmd("EVAL")
-                .arg(GC_SCRIPT)
-                .arg(1)
-                .arg(set)
-                .arg(&self.entry_prefix);
-        }
-        let mut conn = self.conn.clone();
-        let results = self
-            .run(sets.len() as u64, async move {
-                pipe.query_async::<Vec<(u64, u64)>>(&mut conn).await
+        let members = self.members(sets).await?;
+        let distinct: Vec<&String> = {
+            let mut seen = HashSet::new();
+            members
+                .iter()
+                .flatten()
+                .filter(|m| seen.insert(*m))
+                .collect()
+        };
+        let exists = self
+            .per_entry("EXISTS", &distinct)
+            .await?
+            .into_iter()
+            .map(|v| i64::from_redis_value(v).map(|n| n > 0))
+            .collect::<Result<Vec<bool>, _>>()
+            .map_err(StorageError::backend)?;
+        let gone: HashSet<&String> = distinct
+            .iter()
+            .zip(&exists)
+            .filter(|(_, exists)| !**exists)
+            .map(|(member, _)| *member)
+            .collect();
+        let dead: Vec<Vec<String>> = members
+            .iter()
+            .map(|set| set.iter().filter(|m| gone.contains(m)).cloned().collect())
+            .collect();
+        self.exchange(vec![take_out(sets, &dead)]).await?;
+
+        // Step 4: an entry stored again meanwhile goes back into its sets.
+        let removed: Vec<&String> = gone.iter().copied().collect();
+        let ttls = self
+            .per_entry("PTTL", &removed)
+            .await?
+            .into_iter()
+            .map(i64::from_redis_value)
+            .collect::<Result<Vec<i64>, _>>()
+            .map_err(StorageError::backend)?;
+        let back: Vec<(&String, u64)> = removed
+            .iter()
+            .zip(ttls)
+            .filter_map(|(member, ttl)| match ttl {
+                -2 => None,
+                -1 => Some((*member, MAX_TTL_MILLIS)),
+                ttl => Some((*member, u64::try_from(ttl).unwrap_or(1).max(1))),
             })
-            .await?;
-        for (members, removed) in results {
+            .collect();
+        let mut restores: Vec<Group> = Vec::new();
+        let mut restored = vec![0u64; sets.len()];
+        if !back.is_empty() {
+            for (i, (set, dead)) in sets.iter().zip(&dead).enumerate() {
+                let again: Vec<(&str, u64)> = back
+                    .iter()
+                    .filter(|(member, _)| dead.contains(member))
+                    .map(|(member, ttl)| (member.as_str(), *ttl))
+                    .collect();
+                if let Some(ttl) = again.iter().map(|(_, ttl)| *ttl).max() {
+                    let names: Vec<&str> = again.iter().map(|(m, _)| *m).collect();
+                    restores.push(add_to_set(set, &names, ttl));
+                    restored[i] = names.len() as u64;
+                }
+            }
+            self.exchange(vec![restores]).await?;
+        }
+        for ((set, dead), restored) in members.iter().zip(&dead).zip(restored) {
+            let (total, removed) = (set.len() as u64, dead.len() as u64 - restored);
             report.scanned_sets += 1;
-            report.scanned_members += members;
+            report.scanned_members += total;
             report.removed_members += removed;
-            if members > 0 && removed == members {
+            if total > 0 && removed == total {
                 report.removed_sets += 1;
             }
         }
         Ok(())
+    }
+
+    /// `command entry` for each member's entry key (one group each); the replies.
+    async fn per_entry(&self, command: &str, members: &[&String]) -> StorageResult<Vec<Value>> {
+        let groups = members
+            .iter()
+            .map(|member| {
+                vec![redis::cmd(command)
+                    .arg(format!("{}{member}", self.entry_prefix))
+                    .clone()]
+            })
+            .collect();
+        Ok(self
+            .exchange(vec![groups])
+            .await?
+            .into_iter()
+            .map(|replies| replies.into_iter().next().unwrap_or(Value::Nil))
+            .collect())
     }
 }

@@ -1,16 +1,24 @@
 //! Removing entries: by reference (the sets that name them), by key, or all of them.
 //!
 //! An exact reference reads its set (`SMEMBERS`); a prefix `User:*` finds its sets with
-//! `SCAN MATCH gcl:r:User:* COUNT 1000` (never `KEYS`). Then one pipeline per 512
-//! entries reads each entry's head (`GETRANGE 0 274`: the namespace, for the
-//! per-namespace count) and `UNLINK`s it, and `SREM` takes the members out of their
-//! sets (not `DEL` of the set, so a member added meanwhile by another process is kept).
+//! `SCAN MATCH gcl:r:User:* COUNT 1000` (never `KEYS`; on a cluster, master by master).
+//! Then, per 512 entries, each entry's head is read (`GETRANGE 0 274`: the namespace,
+//! for the per-namespace count) and the entry `UNLINK`ed, and `SREM` takes the members
+//! out of their sets (not `DEL` of the set, so a member added meanwhile by another
+//! process is kept).
+//!
+//! Every step is a list of one-slot groups for [`Core::exchange`]: one `SMEMBERS` per
+//! set, `GETRANGE` + `UNLINK` per entry, one `SREM` per set. On one server each step is
+//! one pipeline; on a cluster the groups go to their own slots' masters, so a set and
+//! the entries it names may live on different masters.
 
 use std::sync::Arc;
 
-use redis::Value;
+use redis::{FromRedisValue, Value};
 
+use super::connection::Group;
 use super::{glob_escape, Core, SCAN_COUNT};
+use crate::error::StorageError;
 use crate::key::CacheKey;
 use crate::references::ReferencePattern;
 use crate::storage::codec::{envelope_head_len, envelope_namespace};
@@ -35,19 +43,19 @@ impl Core {
     ) -> StorageResult<()> {
         let head_end = envelope_head_len(MAX_HEAD_NAMESPACE) - 1;
         for chunk in entries.chunks(REMOVE_CHUNK) {
-            let mut pipe = redis::pipe();
-            for key in chunk {
-                pipe.cmd("GETRANGE").arg(key).arg(0).arg(head_end);
-                pipe.cmd("UNLINK").arg(key);
-            }
-            let mut conn = self.conn.clone();
-            let replies = self
-                .run(2 * chunk.len() as u64, async move {
-                    pipe.query_async::<Vec<Value>>(&mut conn).await
+            let groups: Vec<Group> = chunk
+                .iter()
+                .map(|key| {
+                    let mut head = redis::cmd("GETRANGE");
+                    head.arg(key).arg(0).arg(head_end);
+                    let mut unlink = redis::cmd("UNLINK");
+                    unlink.arg(key);
+                    vec![head, unlink]
                 })
-                .await?;
-            for pair in replies.chunks(2) {
-                let [head, Value::Int(removed)] = pair else {
+                .collect();
+            let replies = self.exchange(vec![groups]).await?;
+            for pair in &replies {
+                let [head, Value::Int(removed)] = pair.as_slice() else {
                     continue;
                 };
                 if *removed > 0 {
@@ -92,16 +100,7 @@ impl Core {
         let mut removals = Removals::new();
         let mut removed_keys = Vec::new();
         for chunk in sets.chunks(SET_CHUNK) {
-            let mut pipe = redis::pipe();
-            for set in chunk {
-                pipe.cmd("SMEMBERS").arg(set);
-            }
-            let mut conn = self.conn.clone();
-            let members = self
-                .run(chunk.len() as u64, async move {
-                    pipe.query_async::<Vec<Vec<String>>>(&mut conn).await
-                })
-                .await?;
+            let members = self.members(chunk).await?;
             let mut keys: Vec<CacheKey> = members
                 .iter()
                 .flatten()
@@ -112,24 +111,25 @@ impl Core {
             let entries: Vec<String> = keys.iter().map(|k| self.entry_key(*k)).collect();
             self.remove_entries(&entries, &mut removals).await?;
             removed_keys.extend(keys);
-            let mut pipe = redis::pipe();
-            let mut commands = 0;
-            for (set, members) in chunk.iter().zip(&members) {
-                if !members.is_empty() {
-                    pipe.cmd("SREM").arg(set).arg(members).ignore();
-                    commands += 1;
-                }
-            }
-            if commands > 0 {
-                let mut conn = self.conn.clone();
-                self.run(
-                    commands,
-                    async move { pipe.query_async::<()>(&mut conn).await },
-                )
-                .await?;
-            }
+            self.exchange(vec![take_out(chunk, &members)]).await?;
         }
         Ok((removals, removed_keys))
+    }
+
+    /// The members of each of `sets` (`SMEMBERS`, one group per set).
+    pub(super) async fn members(&self, sets: &[String]) -> StorageResult<Vec<Vec<String>>> {
+        let groups = sets
+            .iter()
+            .map(|set| vec![redis::cmd("SMEMBERS").arg(set).clone()])
+            .collect();
+        self.exchange(vec![groups])
+            .await?
+            .into_iter()
+            .map(|replies| {
+                let reply = replies.into_iter().next().unwrap_or(Value::Nil);
+                Vec::<String>::from_redis_value(reply).map_err(StorageError::backend)
+            })
+            .collect()
     }
 
     /// `SCAN MATCH <prefix>*` and the same removal for every key found: entries
@@ -144,17 +144,24 @@ impl Core {
                 .into_iter()
                 .partition(|k| k.starts_with(&self.entry_prefix));
             self.remove_entries(&entries, &mut removals).await?;
-            if !others.is_empty() {
-                let mut cmd = redis::cmd("UNLINK");
-                cmd.arg(&others);
-                let mut conn = self.conn.clone();
-                self.run(1, async move { cmd.query_async::<()>(&mut conn).await })
-                    .await?;
-            }
+            let unlinks = others
+                .iter()
+                .map(|key| vec![redis::cmd("UNLINK").arg(key).clone()])
+                .collect();
+            self.exchange(vec![unlinks]).await?;
             cursor = next;
             if cursor == 0 {
                 return Ok(removals);
             }
         }
     }
+}
+
+/// `SREM set members…` for each set with members (one group per set).
+pub(super) fn take_out(sets: &[String], members: &[Vec<String>]) -> Vec<Group> {
+    sets.iter()
+        .zip(members)
+        .filter(|(_, members)| !members.is_empty())
+        .map(|(set, members)| vec![redis::cmd("SREM").arg(set).arg(members).clone()])
+        .collect()
 }

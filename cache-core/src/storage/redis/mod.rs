@@ -5,11 +5,15 @@
 //! (`Encoded<RedisStorage, JsonCodec>`), or put a memory tier in front of it
 //! with [`LayeredStorage`](super::LayeredStorage).
 //!
-//! This file is the store: its configuration, the round trip every command takes
-//! (breaker, timeout, counters), reads and writes. Beside it, one file per role:
-//! [`batcher`] (auto-pipelined reads), [`invalidation`] (removing entries by reference,
-//! key or prefix), [`gc`] (the reference sets' garbage collection and its Lua) and
-//! [`stats`] (the counters and their Prometheus text). The circuit breaker is
+//! The store talks to one Redis ([`RedisStorage::builder`]) or to a Redis Cluster
+//! ([`RedisStorage::cluster_builder`], given seed nodes).
+//!
+//! This file is the store: its configuration, reads and writes. Beside it, one file per
+//! role: [`connection`] (one server or a cluster, and the round trip every command
+//! takes: breaker, timeout, counters), [`batcher`] (auto-pipelined reads),
+//! [`invalidation`] (removing entries by reference, key or prefix), [`gc`] (the
+//! reference sets' garbage collection) and [`stats`] (the counters and their
+//! Prometheus text). The circuit breaker is
 //! [`crate::breaker`], shared with any other client of a remote backend.
 //!
 //! # Layout in Redis
@@ -31,6 +35,32 @@
 //!   entry that was re-stored under the same key, which is a conservative
 //!   over-invalidation).
 //!
+//! # On a Redis Cluster
+//!
+//! The keys carry no hash tag, deliberately: each entry `gcl:e:<key>` hashes by its own
+//! key, so the entries spread over all 16384 slots and so over every master, and each
+//! reference set `gcl:r:<reference>` hashes by its own name, so it sits in a slot of
+//! its own, usually on another master than the entries it names. No command, pipeline or
+//! script ever names keys of two slots; what needs both sides goes in steps of one-slot
+//! groups ([`connection`]):
+//! - `set`: `SET` of the entry on its slot, then, per reference, `SADD` + the two
+//!   `PEXPIRE`s on the set's slot (concurrently across sets; the entry first, which GC
+//!   relies on);
+//! - `invalidate`: `SMEMBERS` of each set, then `GETRANGE` + `UNLINK` per entry on the
+//!   entry's slot, then `SREM` on each set's slot. A prefix finds its sets by `SCAN` on
+//!   every master in turn;
+//! - `gc`: `SMEMBERS`, `EXISTS` per member's entry, `SREM` of the dead ones, and a
+//!   re-check that puts back a member whose entry was stored meanwhile (see [`gc`]; the
+//!   former Lua script read entry keys it was not given, which a cluster refuses);
+//! - reads: one `MGET`, which the cluster client splits per slot (see [`connection`]
+//!   for why that beats the alternatives).
+//!
+//! Hash-tagging an entry with its references is impossible (an entry has several, and a
+//! reference names many entries), and tagging everything alike (`{gcl}`) would put the
+//! whole cache on one master. A prefix with braces (`{gcl}:`) does exactly that, if one
+//! wants it. The invalidation channel is a classic pub/sub channel, which the cluster
+//! bus broadcasts to every node (see [`LayeredStorage`](super::LayeredStorage)).
+//!
 //! # Operations
 //!
 //! - `get`: `GET`; `get_many`: one `MGET`. With auto-pipelining (the
@@ -50,10 +80,11 @@
 //! A cache call never fails because of Redis: a failed read is a miss and
 //! a failed write "not stored" (the cache counts both as storage errors).
 //! This module keeps the failures cheap:
-//! - the connection is a `redis::aio::ConnectionManager`, created lazily:
-//!   building the store does not touch the network, and a Redis that is
-//!   down at start is just a failing store until it comes up. The manager
-//!   reconnects by itself after a lost connection;
+//! - the connection is a `redis::aio::ConnectionManager` (on a cluster, the
+//!   cluster client's connection), created lazily: building the store does
+//!   not touch the network, and a Redis that is down at start is just a
+//!   failing store until it comes up. Both reconnect by themselves after a
+//!   lost connection (the cluster client also re-reads the slot map);
 //! - every round trip has a timeout (default 250 ms);
 //! - a circuit breaker: after `threshold` consecutive transport failures or
 //!   timeouts (default 5) it opens for `cooldown` (default 1 s), during
@@ -71,18 +102,23 @@
 //!
 //! # Limits
 //!
-//! - Needs Redis 7.0 or later (`PEXPIRE … NX|GT`).
+//! - Needs Redis 7.0 or later (`PEXPIRE … NX|GT`). Tested with 7.0 and a
+//!   three-master cluster without replicas.
 //! - Invalidation is not atomic with a concurrent `set` in another process:
 //!   a value fetched before the invalidation may land after it. The cache's
 //!   race check covers the fetches of its own process only.
-//! - No Redis Cluster (the GC script reads keys it was not given).
+//! - On a cluster, a write with references and an invalidation take one request per
+//!   slot they touch (concurrent, so about one round trip per step), where one server
+//!   takes one pipeline; a master that is down fails the calls that touch its slots
+//!   (misses and "not stored", as with a single Redis that is down), and the breaker
+//!   is the store's, not per master.
 
 mod batcher;
+mod connection;
 mod gc;
 mod invalidation;
 mod stats;
 
-use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -90,9 +126,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{RedisError, RedisResult};
+use redis::cluster::ClusterConfig;
+use redis::RedisError;
 
 use self::batcher::{Batcher, BatcherLimits};
+use self::connection::{Connection, Group};
 pub use self::gc::{GcMode, GcReport};
 use self::stats::Counts;
 pub use self::stats::RedisStats;
@@ -139,15 +177,27 @@ pub enum RedisFault {
     /// The store's batcher task is gone (its runtime shut down).
     #[error("redis batcher stopped")]
     BatcherStopped,
+    /// A cluster store was configured without a seed node.
+    #[error("redis cluster needs at least one seed node")]
+    NoSeeds,
     /// The store was built outside a tokio runtime.
     #[error("RedisStorage must be built inside a tokio runtime")]
     NoRuntime,
 }
 
+/// Where a store's Redis is.
+#[derive(Clone, Debug)]
+enum Target {
+    /// One server: `redis://host:port[/db]`.
+    Single(String),
+    /// A Redis Cluster, reached through these seed nodes.
+    Cluster(Vec<String>),
+}
+
 /// Configures a [`RedisStorage`].
 #[derive(Clone, Debug)]
 pub struct RedisStorageBuilder {
-    url: String,
+    target: Target,
     prefix: String,
     auto_pipeline: bool,
     batcher: BatcherLimits,
@@ -207,21 +257,47 @@ impl RedisStorageBuilder {
     }
 
     /// The store. Must run inside a tokio runtime (the batcher is a task);
-    /// fails only on a malformed URL or without a runtime. It does not
-    /// connect: the first call does, and a Redis that is down is a failing
-    /// store, not an error here.
+    /// fails only on a malformed URL (or an empty seed list) or without a
+    /// runtime. It does not connect: the first call does, and a Redis (or a
+    /// cluster) that is down is a failing store, not an error here.
     pub fn build(self) -> Result<RedisStorage, StorageError> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| StorageError::backend(RedisFault::NoRuntime))?;
-        let client = redis::Client::open(self.url.as_str()).map_err(StorageError::backend)?;
-        let config = ConnectionManagerConfig::new()
-            // One attempt per (re)connection: the breaker paces the retries.
-            .set_number_of_retries(0)
-            .set_min_delay(Duration::from_millis(50))
-            .set_max_delay(Duration::from_secs(1))
-            .set_connection_timeout(Some(self.timeout.max(Duration::from_secs(1))));
-        let conn = ConnectionManager::new_lazy_with_config(client.clone(), config)
-            .map_err(StorageError::backend)?;
+        let connect_timeout = self.timeout.max(Duration::from_secs(1));
+        let (conn, clients) = match &self.target {
+            Target::Single(url) => {
+                let client = redis::Client::open(url.as_str()).map_err(StorageError::backend)?;
+                let config = ConnectionManagerConfig::new()
+                    // One attempt per (re)connection: the breaker paces the retries.
+                    .set_number_of_retries(0)
+                    .set_min_delay(Duration::from_millis(50))
+                    .set_max_delay(Duration::from_secs(1))
+                    .set_connection_timeout(Some(connect_timeout));
+                let conn = ConnectionManager::new_lazy_with_config(client.clone(), config)
+                    .map_err(StorageError::backend)?;
+                (Connection::Single(conn), vec![client])
+            }
+            Target::Cluster(seeds) => {
+                if seeds.is_empty() {
+                    return Err(StorageError::backend(RedisFault::NoSeeds));
+                }
+                let clients = seeds
+                    .iter()
+                    .map(|url| redis::Client::open(url.as_str()))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(StorageError::backend)?;
+                let cluster =
+                    redis::cluster::ClusterClient::builder(seeds.iter().map(String::as_str))
+                        .build()
+                        .map_err(StorageError::backend)?;
+                let config = ClusterConfig::new()
+                    .set_connection_timeout(connect_timeout)
+                    .set_response_timeout(self.timeout);
+                // Connects in the background; the first command waits for it.
+                let conn = cluster.get_pending_async_connection_with_config(config);
+                (Connection::Cluster(conn), clients)
+            }
+        };
         let core = Arc::new(Core {
             conn,
             entry_prefix: format!("{}e:", self.prefix),
@@ -242,7 +318,7 @@ impl RedisStorageBuilder {
         Ok(RedisStorage {
             inner: Arc::new(RedisInner {
                 core,
-                client,
+                clients,
                 batcher,
                 gc_cursor: Mutex::new(0),
             }),
@@ -259,7 +335,8 @@ pub struct RedisStorage {
 
 struct RedisInner {
     core: Arc<Core>,
-    client: redis::Client,
+    /// One client per seed (one server: its client), for pub/sub connections.
+    clients: Vec<redis::Client>,
     /// The auto-pipelining batcher (when on). Dropping it ends its task.
     batcher: Option<Batcher>,
     /// Where the next lazy GC step starts.
@@ -268,7 +345,7 @@ struct RedisInner {
 
 /// What the batcher task shares with the store.
 struct Core {
-    conn: ConnectionManager,
+    conn: Connection,
     prefix: String,
     entry_prefix: String,
     ref_prefix: String,
@@ -278,10 +355,23 @@ struct Core {
 }
 
 impl RedisStorage {
-    /// Configures a store for `url` (`redis://127.0.0.1:6379`).
+    /// Configures a store for the one Redis at `url` (`redis://127.0.0.1:6379`).
     pub fn builder(url: impl Into<String>) -> RedisStorageBuilder {
+        Self::builder_for(Target::Single(url.into()))
+    }
+
+    /// Configures a store for the Redis Cluster that these seed nodes belong to
+    /// (`redis://127.0.0.1:7000`, ...): the client learns the other nodes and the slot
+    /// map from them. See the module docs for the layout on a cluster.
+    pub fn cluster_builder<S: Into<String>>(
+        seeds: impl IntoIterator<Item = S>,
+    ) -> RedisStorageBuilder {
+        Self::builder_for(Target::Cluster(seeds.into_iter().map(Into::into).collect()))
+    }
+
+    fn builder_for(target: Target) -> RedisStorageBuilder {
         RedisStorageBuilder {
-            url: url.into(),
+            target,
             prefix: DEFAULT_PREFIX.to_owned(),
             auto_pipeline: true,
             batcher: BatcherLimits {
@@ -300,6 +390,11 @@ impl RedisStorage {
         Self::builder(url).build()
     }
 
+    /// Whether the store talks to a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        self.inner.core.is_cluster()
+    }
+
     /// The key prefix.
     pub fn prefix(&self) -> &str {
         &self.inner.core.prefix
@@ -314,12 +409,7 @@ impl RedisStorage {
     /// One `PING` round trip (through the breaker and the timeout): whether
     /// Redis answers now.
     pub async fn ping(&self) -> Result<(), StorageError> {
-        let core = &self.inner.core;
-        let mut conn = core.conn.clone();
-        core.run(1, async move {
-            redis::cmd("PING").query_async::<()>(&mut conn).await
-        })
-        .await
+        self.inner.core.command(redis::cmd("PING")).await
     }
 
     /// Invalidates like [`Storage::invalidate`] and also returns the keys
@@ -331,19 +421,28 @@ impl RedisStorage {
         self.inner.core.invalidate(patterns).await
     }
 
-    /// `PUBLISH channel payload`, through the breaker and the timeout.
+    /// `PUBLISH channel payload`, through the breaker and the timeout. On a cluster
+    /// the client sends it to the master of the channel name's slot, and the cluster
+    /// bus forwards a classic `PUBLISH` to every node, so a subscriber on any node
+    /// hears it.
     pub async fn publish(&self, channel: &str, payload: &[u8]) -> Result<(), StorageError> {
-        let core = &self.inner.core;
-        let mut conn = core.conn.clone();
         let mut cmd = redis::cmd("PUBLISH");
         cmd.arg(channel).arg(payload);
-        core.run(1, async move { cmd.query_async::<()>(&mut conn).await })
-            .await
+        self.inner.core.command(cmd).await
     }
 
-    /// The client, for a pub/sub connection of its own.
-    pub(crate) fn client(&self) -> &redis::Client {
-        &self.inner.client
+    /// Clients to subscribe through, in the order to try them: one server's own; on a
+    /// cluster, the masters it reports now (when it answers), then the seeds.
+    pub(crate) async fn pubsub_clients(&self) -> Vec<redis::Client> {
+        let mut clients = Vec::new();
+        if let Ok(masters) = self.inner.core.masters().await {
+            for master in masters {
+                let url = format!("redis://{}:{}", master.host, master.port);
+                clients.extend(redis::Client::open(url).ok());
+            }
+        }
+        clients.extend(self.inner.clients.iter().cloned());
+        clients
     }
 }
 
@@ -357,14 +456,9 @@ impl Storage<Bytes> for RedisStorage {
             let core = &self.inner.core;
             let Some(batcher) = &self.inner.batcher else {
                 core.counts.keys_read.fetch_add(1, Ordering::Relaxed);
-                let mut conn = core.conn.clone();
                 let mut cmd = redis::cmd("GET");
                 cmd.arg(core.entry_key(key));
-                let found = core
-                    .run(1, async move {
-                        cmd.query_async::<Option<Vec<u8>>>(&mut conn).await
-                    })
-                    .await?;
+                let found: Option<Vec<u8>> = core.command(cmd).await?;
                 return found.map(open).transpose();
             };
             batcher.get(core, key).await
@@ -397,28 +491,26 @@ impl Storage<Bytes> for RedisStorage {
                 .unwrap_or(u64::MAX)
                 .clamp(1, MAX_TTL_MILLIS);
             let member = key.to_string();
-            let mut pipe = redis::pipe();
-            pipe.cmd("SET")
+            let mut store = redis::cmd("SET");
+            store
                 .arg(core.entry_key(key))
                 .arg(&value[..])
                 .arg("PX")
-                .arg(millis)
-                .ignore();
-            let mut commands = 1;
-            for reference in entry.references.iter() {
-                let set = core.ref_key(reference.as_str());
-                pipe.cmd("SADD").arg(&set).arg(&member).ignore();
-                // NX gives a new set its ttl, GT lengthens an older one's.
-                pipe.cmd("PEXPIRE").arg(&set).arg(millis).arg("NX").ignore();
-                pipe.cmd("PEXPIRE").arg(&set).arg(millis).arg("GT").ignore();
-                commands += 3;
-            }
-            let mut conn = core.conn.clone();
-            core.run(
-                commands,
-                async move { pipe.query_async::<()>(&mut conn).await },
-            )
-            .await
+                .arg(millis);
+            let references: Vec<Group> = entry
+                .references
+                .iter()
+                .map(|reference| {
+                    add_to_set(
+                        &core.ref_key(reference.as_str()),
+                        &[member.as_str()],
+                        millis,
+                    )
+                })
+                .collect();
+            // The entry first: GC relies on an entry existing before it joins its sets.
+            core.exchange(vec![vec![vec![store]], references]).await?;
+            Ok(())
         })
     }
 
@@ -451,6 +543,18 @@ impl Storage<Bytes> for RedisStorage {
     }
 }
 
+/// `SADD set members…` and the set's ttl: at least `millis` from now (one slot).
+fn add_to_set(set: &str, members: &[&str], millis: u64) -> Group {
+    let mut add = redis::cmd("SADD");
+    add.arg(set).arg(members);
+    // NX gives a new set its ttl, GT lengthens an older one's.
+    let mut new = redis::cmd("PEXPIRE");
+    new.arg(set).arg(millis).arg("NX");
+    let mut longer = redis::cmd("PEXPIRE");
+    longer.arg(set).arg(millis).arg("GT");
+    vec![add, new, longer]
+}
+
 /// Reads an entry's envelope.
 fn open(bytes: Vec<u8>) -> StorageResult<Stored<Bytes>> {
     Envelope::open(Bytes::from(bytes)).map(|envelope| envelope.stored)
@@ -463,84 +567,6 @@ impl Core {
 
     fn ref_key(&self, reference: &str) -> String {
         format!("{}{reference}", self.ref_prefix)
-    }
-
-    /// Runs one round trip of `commands` commands through the breaker, the
-    /// timeout and the counters.
-    async fn run<T>(
-        &self,
-        commands: u64,
-        round_trip: impl Future<Output = RedisResult<T>>,
-    ) -> StorageResult<T> {
-        let Ok(permit) = self.breaker.admit() else {
-            self.counts.rejected.fetch_add(1, Ordering::Relaxed);
-            return Err(StorageError::backend(RedisFault::BreakerOpen));
-        };
-        self.counts.commands.fetch_add(commands, Ordering::Relaxed);
-        self.counts.round_trips.fetch_add(1, Ordering::Relaxed);
-        match tokio::time::timeout(self.timeout, round_trip).await {
-            Ok(Ok(value)) => {
-                permit.succeed();
-                Ok(value)
-            }
-            Ok(Err(error)) => {
-                self.counts.errors.fetch_add(1, Ordering::Relaxed);
-                if is_transport(&error) {
-                    permit.fail();
-                } else {
-                    permit.succeed();
-                }
-                Err(StorageError::backend(error))
-            }
-            Err(_) => {
-                self.counts.errors.fetch_add(1, Ordering::Relaxed);
-                self.counts.timeouts.fetch_add(1, Ordering::Relaxed);
-                permit.fail();
-                Err(StorageError::backend(RedisFault::Timeout(self.timeout)))
-            }
-        }
-    }
-
-    /// One `MGET` of `keys`.
-    async fn mget(
-        &self,
-        keys: impl IntoIterator<Item = CacheKey>,
-    ) -> StorageResult<Vec<Option<Vec<u8>>>> {
-        let mut cmd = redis::cmd("MGET");
-        let mut n = 0u64;
-        for key in keys {
-            cmd.arg(self.entry_key(key));
-            n += 1;
-        }
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        self.counts.keys_read.fetch_add(n, Ordering::Relaxed);
-        let mut conn = self.conn.clone();
-        self.run(1, async move {
-            cmd.query_async::<Vec<Option<Vec<u8>>>>(&mut conn).await
-        })
-        .await
-    }
-
-    /// One `SCAN` step.
-    async fn scan(
-        &self,
-        cursor: u64,
-        pattern: &str,
-        count: usize,
-    ) -> StorageResult<(u64, Vec<String>)> {
-        let mut cmd = redis::cmd("SCAN");
-        cmd.arg(cursor)
-            .arg("MATCH")
-            .arg(pattern)
-            .arg("COUNT")
-            .arg(count);
-        let mut conn = self.conn.clone();
-        self.run(1, async move {
-            cmd.query_async::<(u64, Vec<String>)>(&mut conn).await
-        })
-        .await
     }
 }
 

@@ -31,6 +31,7 @@ impl Summary {
         let show_redis_commands = any(&|m| m.redis_commands_per_request.is_some());
         let show_redis_trips = any(&|m| m.redis_round_trips_per_request.is_some());
         let show_redis_server = any(&|m| m.redis_server_commands_per_request.is_some());
+        let show_keys_per_master = any(&|m| !m.redis_keys_per_master.is_empty());
         let show_storage_errors = any(&|m| m.storage_errors.is_some());
         let show_cpu_per_request = any(&|m| !m.cpu_us_per_request.is_empty());
         let show_freshness = any(&|m| m.reads_checked.is_some());
@@ -52,6 +53,7 @@ impl Summary {
             (show_redis_commands, "redis commands/req"),
             (show_redis_trips, "redis round trips/req"),
             (show_redis_server, "redis-server commands/req"),
+            (show_keys_per_master, "keys per cluster master"),
             (show_storage_errors, "storage errors"),
             (show_freshness, "reads checked"),
             (show_freshness, "stale reads"),
@@ -158,6 +160,18 @@ impl Summary {
             }
             if show_redis_server {
                 row.push_str(&format!(" {} |", two(m.redis_server_commands_per_request)));
+            }
+            if show_keys_per_master {
+                let cell = if m.redis_keys_per_master.is_empty() {
+                    "–".to_string()
+                } else {
+                    m.redis_keys_per_master
+                        .iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" / ")
+                };
+                row.push_str(&format!(" {cell} |"));
             }
             if show_storage_errors {
                 row.push_str(&format!(" {} |", count(m.storage_errors)));
