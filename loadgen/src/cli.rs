@@ -35,6 +35,8 @@ pub enum Command {
     Render(RenderArgs),
     /// Serve the calibration target (fixed answers, known delays) for comparisons.
     Target(TargetArgs),
+    /// A TCP proxy that delays every byte by half an RTT each way (latency without netem).
+    Netproxy(NetproxyArgs),
 }
 
 /// `loadgen bench`.
@@ -236,6 +238,31 @@ pub struct TargetArgs {
     /// Runtime worker threads of the server.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub threads: u64,
+}
+
+/// `loadgen netproxy`.
+#[derive(Debug, Clone, Args)]
+pub struct NetproxyArgs {
+    /// Address to listen on (port 0: any free port; the first line printed names it).
+    #[arg(long)]
+    pub listen: std::net::SocketAddr,
+    /// Where to forward, HOST:PORT.
+    #[arg(long)]
+    pub to: String,
+    /// Round-trip time to add: half of it in each direction (e.g. 500us, 2ms; 0 forwards
+    /// without delay).
+    #[arg(long, value_parser = parse_duration_or_zero)]
+    pub rtt: Duration,
+    /// Standard deviation of a normal sample added to each chunk's one-way delay (order
+    /// is kept: a chunk never overtakes the one ahead of it).
+    #[arg(long, value_parser = parse_duration_or_zero, default_value = "0s")]
+    pub jitter: Duration,
+    /// Seed of the jitter samples (one stream per connection and direction).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Most connections proxied at once; more are refused (reset).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub max_connections: u64,
 }
 
 /// A positive duration: `10s`, `500ms`, `2m`, `1.5s`, `250us`, or bare seconds.
