@@ -265,7 +265,7 @@ pub struct NetproxyArgs {
     pub max_connections: u64,
 }
 
-/// A positive duration: `10s`, `500ms`, `2m`, `1.5s`, `250us`, or bare seconds.
+/// A positive duration: `10s`, `500ms`, `2m`, `1.5s`, `250us`, `500000ns`, or bare seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let d = parse_duration_or_zero(text)?;
     if d.is_zero() {
@@ -288,9 +288,14 @@ pub fn parse_duration_or_zero(text: &str) -> Result<Duration, String> {
         "" | "s" | "sec" => value,
         "ms" => value / 1e3,
         "us" | "µs" => value / 1e6,
+        "ns" => value / 1e9,
         "m" | "min" => value * 60.0,
         "h" => value * 3600.0,
-        other => return Err(format!("unknown unit {other:?} (use us, ms, s, m or h)")),
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} (use ns, us, ms, s, m or h)"
+            ))
+        }
     };
     Duration::try_from_secs_f64(seconds).map_err(|e| format!("{text:?}: {e}"))
 }
@@ -316,6 +321,8 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse_duration("2500ns"), Ok(Duration::from_nanos(2500)));
         assert_eq!(parse_duration_or_zero("0s"), Ok(Duration::ZERO));
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("ten").is_err());

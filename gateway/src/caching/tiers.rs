@@ -60,6 +60,7 @@ impl Tier {
                     .ok_or_else(|| format!("storage {} needs --redis URL", kind.name()))?;
                 let store = RedisStorage::builder(r.url.as_str())
                     .auto_pipeline(r.auto_pipeline)
+                    .command_timeout(r.command_timeout)
                     .build()
                     .map_err(|e| format!("--redis {}: {e}", r.url))?;
                 Some(store)

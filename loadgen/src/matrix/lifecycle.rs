@@ -1,6 +1,6 @@
 //! The processes of one configuration in one round: start them on free ports (Redis
-//! first, then the subgraphs, then the gateways), wait for `/health`, check the answer,
-//! and stop them by PID.
+//! first, then the subgraphs, then the latency proxies of `[config.network]`, then the
+//! gateways), wait for `/health`, check the answer, and stop them by PID.
 //!
 //! Every process is a [`ServiceProcess`], which stops itself when dropped: an error
 //! anywhere in a round never leaves a gateway behind.
@@ -14,6 +14,7 @@ use hyper::Method;
 
 use super::experiment::{ConfigSpec, QuerySpec, REDIS_PLACEHOLDER};
 use super::http_probe;
+use super::network;
 use super::redis_server;
 use super::services::{free_ports, ServiceProcess, STOP_GRACE};
 use super::settings::{Binaries, GATEWAY, POST_SERVICE, USER_SERVICE};
@@ -36,6 +37,8 @@ pub struct Stack {
     pub post: (ServiceProcess, Duration),
     /// In start order; the first is the profiled one.
     pub gateways: Vec<(ServiceProcess, Duration)>,
+    /// `loadgen netproxy` in front of the services `[config.network]` names.
+    pub proxies: Vec<(ServiceProcess, Duration)>,
 }
 
 /// What starting a stack needs to know.
@@ -75,8 +78,9 @@ impl Stack {
     pub fn start(launch: &Launch<'_>, config: &ConfigSpec) -> anyhow::Result<Stack> {
         let rt = launch.runtime;
         let instances = config.gateways.max(1);
-        let ports =
-            free_ports(2 + instances + usize::from(config.redis)).context("choosing free ports")?;
+        let proxied = config.network.links.len();
+        let ports = free_ports(2 + instances + usize::from(config.redis) + proxied)
+            .context("choosing free ports")?;
         let addr = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
         let (user_addr, post_addr) = (addr(ports[0]), addr(ports[1]));
         let log = |service: &str| launch.logs.join(format!("{}-{service}.log", launch.tag));
@@ -100,8 +104,6 @@ impl Stack {
         } else {
             None
         };
-        let redis_url = redis.as_ref().map(|(r, _)| redis_server::url(r.addr));
-        let gateway_extra = with_redis_url(&config.gateway_args, redis_url.as_deref());
 
         let mut user = ServiceProcess::spawn(
             USER_SERVICE,
@@ -119,6 +121,32 @@ impl Stack {
         )?;
         let user_ready = rt.block_on(user.wait_healthy(HEALTH_DEADLINE))?;
         let post_ready = rt.block_on(post.wait_healthy(HEALTH_DEADLINE))?;
+
+        // The gateways reach a proxied service through its proxy.
+        let mut proxies = Vec::with_capacity(proxied);
+        let mut reach = |service: &str, addr: SocketAddr| -> anyhow::Result<SocketAddr> {
+            let Some(link) = config.network.link(service) else {
+                return Ok(addr);
+            };
+            let port = ports[2 + instances + usize::from(config.redis) + proxies.len()];
+            let name = format!("{}-{service}", network::PROXY_PREFIX);
+            proxies.push(network::start_proxy(
+                &std::env::current_exe()?,
+                link,
+                config.network.seed,
+                port,
+                addr,
+                &log(&name),
+            )?);
+            Ok(SocketAddr::from(([127, 0, 0, 1], port)))
+        };
+        let redis_url = match &redis {
+            Some((r, _)) => Some(redis_server::url(reach(network::REDIS, r.addr)?)),
+            None => None,
+        };
+        let user_via = reach(network::USER_SERVICE, user_addr)?;
+        let post_via = reach(network::POST_SERVICE, post_addr)?;
+        let gateway_extra = with_redis_url(&config.gateway_args, redis_url.as_deref());
         let mut gateways = Vec::with_capacity(instances);
         for (i, port) in ports[2..2 + instances].iter().enumerate() {
             let gateway_addr = addr(*port);
@@ -126,9 +154,9 @@ impl Stack {
                 "--listen".to_string(),
                 gateway_addr.to_string(),
                 "--subgraph".to_string(),
-                format!("user=http://{user_addr}/graphql"),
+                format!("user=http://{user_via}/graphql"),
                 "--subgraph".to_string(),
-                format!("post=http://{post_addr}/graphql"),
+                format!("post=http://{post_via}/graphql"),
             ];
             // Every instance gets the same arguments; only the first is sampled.
             if launch.gateway_profiling {
@@ -151,14 +179,16 @@ impl Stack {
             user: (user, user_ready),
             post: (post, post_ready),
             gateways,
+            proxies,
         })
     }
 
-    /// Every process with the time it took to be healthy: gateways, post-service,
-    /// user-service, redis-server.
+    /// Every process with the time it took to be healthy: gateways, latency proxies,
+    /// post-service, user-service, redis-server.
     pub fn processes(&self) -> Vec<(&ServiceProcess, Duration)> {
         let mut all: Vec<(&ServiceProcess, Duration)> =
             self.gateways.iter().map(|(p, d)| (p, *d)).collect();
+        all.extend(self.proxies.iter().map(|(p, d)| (p, *d)));
         all.push((&self.post.0, self.post.1));
         all.push((&self.user.0, self.user.1));
         if let Some((r, d)) = &self.redis {
@@ -215,6 +245,7 @@ impl Stack {
             .iter_mut()
             .map(|(g, _)| g.stop(STOP_GRACE))
             .collect();
+        stopped.extend(self.proxies.iter_mut().map(|(p, _)| p.stop(STOP_GRACE)));
         stopped.push(self.post.0.stop(STOP_GRACE));
         stopped.push(self.user.0.stop(STOP_GRACE));
         if let Some((r, _)) = &mut self.redis {

@@ -77,6 +77,10 @@ pub struct Measurement {
     /// Δ`gateway_redis_round_trips_total` / Δ`gateway_requests_total`.
     #[serde(default)]
     pub redis_round_trips_per_request: Option<f64>,
+    /// Δ`gateway_redis_keys_read_total` / Δ`gateway_redis_round_trips_total`: how many
+    /// keys one round trip carried (auto-pipelining's batch size, writes diluting it).
+    #[serde(default)]
+    pub redis_keys_per_round_trip: Option<f64>,
     /// Commands the redis-server itself counted (INFO `total_commands_processed`) per
     /// client request, the runner's own two INFO commands subtracted.
     #[serde(default)]
@@ -249,6 +253,8 @@ pub struct Medians {
     #[serde(default)]
     pub redis_round_trips_per_request: Option<f64>,
     #[serde(default)]
+    pub redis_keys_per_round_trip: Option<f64>,
+    #[serde(default)]
     pub redis_server_commands_per_request: Option<f64>,
     #[serde(default)]
     pub storage_errors: Option<f64>,
@@ -326,6 +332,10 @@ pub struct ConfigSummary {
     /// Whether the configuration had its own query instead of the top-level `[query]`.
     #[serde(default)]
     pub own_query: bool,
+    /// The services behind a latency proxy and their RTT (`redis: 2 ms`), empty when
+    /// everything was on loopback.
+    #[serde(default)]
+    pub network: String,
     /// Its own baseline (ratios are against it), when not the experiment's.
     #[serde(default)]
     pub baseline: Option<String>,
@@ -385,6 +395,7 @@ pub(crate) mod fixtures {
             cache_hit_ratio: None,
             redis_commands_per_request: None,
             redis_round_trips_per_request: None,
+            redis_keys_per_round_trip: None,
             redis_server_commands_per_request: None,
             storage_errors: None,
             instances: Vec::new(),

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::bench::report::ms;
+use crate::matrix::network::PROXY_PREFIX;
 use crate::matrix::summary::{Medians, Summary};
 
 /// Above this many busy cores outside the run's own processes, a configuration's
@@ -218,6 +219,9 @@ impl Summary {
         if show_cpu_per_request {
             self.cpu_table(&mut out);
         }
+        if let Some(table) = super::round_trips::table(self) {
+            out.push_str(&table);
+        }
         self.error_places_table(&mut out);
         if let Some(table) = super::overload::table(self) {
             out.push_str(&table);
@@ -300,7 +304,15 @@ impl Summary {
     /// CPU per client request and cores, per process and configuration, and what the
     /// rest of the machine was busy with.
     fn cpu_table(&self, out: &mut String) {
-        const PROCESSES: [&str; 4] = ["gateway", "user-service", "post-service", "loadgen"];
+        let mut processes = vec!["gateway", "user-service", "post-service", "loadgen"];
+        // Latency proxies (summed) only when a configuration ran some.
+        if self
+            .configs
+            .iter()
+            .any(|c| c.median.cpu_cores.contains_key(PROXY_PREFIX))
+        {
+            processes.push(PROXY_PREFIX);
+        }
         let _ = writeln!(
             out,
             "\n**CPU per client request** (µs, with cores in brackets; medians over rounds)\n"
@@ -308,13 +320,13 @@ impl Summary {
         let _ = writeln!(
             out,
             "| config | {} | rest of the machine (cores) |",
-            PROCESSES.join(" | ")
+            processes.join(" | ")
         );
-        let _ = writeln!(out, "|---|{}---:|", "---:|".repeat(PROCESSES.len()));
+        let _ = writeln!(out, "|---|{}---:|", "---:|".repeat(processes.len()));
         let mut contended = Vec::new();
         for c in &self.configs {
             let m = &c.median;
-            let cells: Vec<String> = PROCESSES
+            let cells: Vec<String> = processes
                 .iter()
                 .map(
                     |p| match (m.cpu_us_per_request.get(*p), m.cpu_cores.get(*p)) {
