@@ -10,7 +10,7 @@
 //! (it does not skip) without redis-server.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use hyper::Method;
@@ -19,6 +19,7 @@ use loadgen::matrix::network::{self, Link};
 use loadgen::matrix::redis_server;
 use loadgen::matrix::scraping::{scrape, Scrape};
 use loadgen::matrix::services::{free_ports, ServiceProcess};
+use loadgen::matrix::settings::Binaries;
 
 const SEED_QUERY: &str =
     "query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }";
@@ -26,21 +27,6 @@ const SEED_ANSWER: &str = r#"{"data":{"me":{"id":"u1","name":"John","nickname":"
 /// Queries sent, one after another.
 const QUERIES: usize = 40;
 const DEADLINE: Duration = Duration::from_secs(10);
-
-fn bin_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_BIN_EXE_loadgen"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    for name in ["gateway", "user-service", "post-service"] {
-        assert!(
-            dir.join(name).is_file(),
-            "{name} is not built in {}: run `cargo build --workspace` before these tests",
-            dir.display()
-        );
-    }
-    dir
-}
 
 fn sum(scrape: &Scrape, name: &str) -> f64 {
     scrape
@@ -56,7 +42,8 @@ fn a_redis_50ms_away_trips_the_breaker_and_every_answer_comes_from_the_subgraphs
              the Debian package redis-server (apt-get install redis-server)"
         )
     });
-    let bins = bin_dir();
+    let bins = Binaries::locate(Path::new(env!("CARGO_BIN_EXE_loadgen")).parent())
+        .expect("the services built next to loadgen (`cargo build --workspace` first)");
     let logs = std::env::temp_dir().join(format!("loadgen-slow-redis-{}", std::process::id()));
     std::fs::create_dir_all(&logs).unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -87,10 +74,10 @@ fn a_redis_50ms_away_trips_the_breaker_and_every_answer_comes_from_the_subgraphs
         &logs.join("netproxy.log"),
     )
     .unwrap();
-    let subgraph = |name: &str, i: usize| {
+    let subgraph = |name: &str, binary: &Path, i: usize| {
         let mut p = ServiceProcess::spawn(
             name,
-            &bins.join(name),
+            binary,
             &["--listen".into(), addr(i).to_string()],
             addr(i),
             &logs.join(format!("{name}.log")),
@@ -99,8 +86,8 @@ fn a_redis_50ms_away_trips_the_breaker_and_every_answer_comes_from_the_subgraphs
         runtime.block_on(p.wait_healthy(DEADLINE * 6)).unwrap();
         p
     };
-    let user = subgraph("user-service", 2);
-    let post = subgraph("post-service", 3);
+    let user = subgraph("user-service", &bins.user_service, 2);
+    let post = subgraph("post-service", &bins.post_service, 3);
     let gateway_args: Vec<String> = [
         "--listen",
         &addr(4).to_string(),
@@ -122,7 +109,7 @@ fn a_redis_50ms_away_trips_the_breaker_and_every_answer_comes_from_the_subgraphs
     .collect();
     let mut gateway = ServiceProcess::spawn(
         "gateway",
-        &bins.join("gateway"),
+        &bins.gateway,
         &gateway_args,
         addr(4),
         &logs.join("gateway.log"),

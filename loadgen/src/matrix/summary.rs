@@ -361,6 +361,35 @@ pub struct Summary {
 pub(crate) mod fixtures {
     use super::*;
 
+    /// A one-round summary with a configuration per measurement, warnings derived.
+    pub(crate) fn summary(experiment: &str, baseline: &str, ms: Vec<Measurement>) -> Summary {
+        let mut s = Summary {
+            schema: SCHEMA.into(),
+            run_id: "r".into(),
+            experiment: experiment.into(),
+            baseline: baseline.into(),
+            rounds: 1,
+            duration_s: 10.0,
+            warmup_s: 2.0,
+            quick: false,
+            configs: ms
+                .into_iter()
+                .map(|m| {
+                    ConfigSummary::from_rounds(
+                        &m.config.clone(),
+                        None,
+                        Default::default(),
+                        serde_json::json!({}),
+                        vec![m],
+                    )
+                })
+                .collect(),
+            warnings: vec![],
+        };
+        s.derive_warnings();
+        s
+    }
+
     pub(crate) fn measurement(round: u32, config: &str, rps: f64, p99: f64) -> Measurement {
         Measurement {
             round,

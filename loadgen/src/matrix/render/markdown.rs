@@ -385,7 +385,7 @@ fn count(v: Option<f64>) -> String {
 mod tests {
     use super::*;
     use crate::matrix::aggregation::{hit_ratio, set_ratios};
-    use crate::matrix::summary::fixtures::measurement;
+    use crate::matrix::summary::fixtures::{self, measurement};
     use crate::matrix::summary::{ConfigSummary, InstanceFigures, Measurement, SCHEMA};
 
     #[test]
@@ -416,33 +416,7 @@ mod tests {
         assert_eq!(redis.cache_hit_ratio, Some(0.8));
         assert_eq!(hit_ratio(None, None, None, None), None);
         assert_eq!(hit_ratio(Some(0.0), Some(0.0), None, None), None);
-        let summary = |ms: Vec<Measurement>| {
-            let mut s = Summary {
-                schema: SCHEMA.into(),
-                run_id: "r".into(),
-                experiment: "redis".into(),
-                baseline: "memory".into(),
-                rounds: 1,
-                duration_s: 10.0,
-                warmup_s: 2.0,
-                quick: false,
-                configs: ms
-                    .into_iter()
-                    .map(|m| {
-                        ConfigSummary::from_rounds(
-                            &m.config.clone(),
-                            None,
-                            Default::default(),
-                            serde_json::json!({}),
-                            vec![m],
-                        )
-                    })
-                    .collect(),
-                warnings: vec![],
-            };
-            s.derive_warnings();
-            s
-        };
+        let summary = |ms: Vec<Measurement>| fixtures::summary("redis", "memory", ms);
         let without = summary(vec![plain.clone()]).to_markdown("m");
         for absent in [
             "redis commands/req",

@@ -64,51 +64,27 @@ pub fn table(summary: &Summary) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::summary::fixtures::measurement;
-    use crate::matrix::summary::{ConfigSummary, SCHEMA};
+    use crate::matrix::summary::fixtures::{measurement, summary};
 
     #[test]
     fn only_configurations_with_redis_figures_are_listed_with_their_network() {
         let memory = measurement(1, "memory", 1000.0, 10.0);
+        assert!(
+            table(&summary("redis-network", "memory", vec![memory.clone()])).is_none(),
+            "no Redis figures, no table"
+        );
         let mut redis = measurement(1, "redis-2ms", 400.0, 30.0);
         redis.redis_round_trips_per_request = Some(1.25);
         redis.redis_keys_per_round_trip = Some(12.0);
         redis.redis_commands_per_request = Some(3.5);
-        let mut summary = Summary {
-            schema: SCHEMA.into(),
-            run_id: "r".into(),
-            experiment: "redis-network".into(),
-            baseline: "memory".into(),
-            rounds: 1,
-            duration_s: 10.0,
-            warmup_s: 2.0,
-            quick: false,
-            configs: [memory, redis]
-                .into_iter()
-                .map(|m| {
-                    ConfigSummary::from_rounds(
-                        &m.config.clone(),
-                        None,
-                        Default::default(),
-                        serde_json::json!({}),
-                        vec![m],
-                    )
-                })
-                .collect(),
-            warnings: vec![],
-        };
-        let only_memory = Summary {
-            configs: vec![summary.configs[0].clone()],
-            ..summary.clone()
-        };
-        assert!(table(&only_memory).is_none(), "no Redis figures, no table");
-        summary.configs[1].network = "redis: 2 ms".into();
-        let text = table(&summary).unwrap();
+        let mut both = summary("redis-network", "memory", vec![memory, redis]);
+        both.configs[1].network = "redis: 2 ms".into();
+        let text = table(&both).unwrap();
         assert!(
             text.contains("| redis-2ms | redis: 2 ms | 400 | 30.0 ms | 1.25 | 12.00 | 3.50 | – |"),
             "{text}"
         );
         assert!(!text.contains("| memory |"), "{text}");
-        assert!(summary.to_markdown("m").contains("**Redis round trips**"));
+        assert!(both.to_markdown("m").contains("**Redis round trips**"));
     }
 }
