@@ -1,12 +1,12 @@
 //! One proxied connection: a thread that moves both directions through their delay
 //! lines.
 //!
-//! Each direction is a [`Lane`]: what was read from its source socket waits in a queue,
+//! Each direction is a `Lane`: what was read from its source socket waits in a queue,
 //! stamped with its release time, until the loop writes it to the other socket. The
 //! loop sleeps in `ppoll` on both sockets until data arrives, a blocked socket drains,
 //! or the next release is close; it then spins the rest of the way (checking the
 //! sockets without sleeping), so a chunk leaves within a few µs of its release time.
-//! How early it wakes ([`EarlyWake`]) follows how late `ppoll` has been waking this
+//! How early it wakes (`EarlyWake`) follows how late `ppoll` has been waking this
 //! thread, so the spin is short (a few µs to a few tens) and the thread costs no CPU
 //! between chunks.
 //!
