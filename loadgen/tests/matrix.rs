@@ -44,6 +44,23 @@ fn require_services() -> PathBuf {
     dir
 }
 
+/// Every process of a `runs/*.json` record ended on SIGTERM.
+fn assert_stopped_by_sigterm(record: &serde_json::Value) {
+    for s in record["services"].as_array().unwrap() {
+        let how = s["stopped"].as_str().unwrap();
+        assert!(how.starts_with("stopped by SIGTERM"), "{s}");
+    }
+}
+
+/// Fail (not skip) without redis-server, saying what to install.
+fn require_redis_server() {
+    assert!(
+        loadgen::matrix::redis_server::find_on_path().is_some(),
+        "redis-server is not on PATH, so this test cannot run (it does not skip): install the \
+         Debian package redis-server (apt-get install redis-server)"
+    );
+}
+
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("loadgen-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -331,11 +348,7 @@ fn a_bad_experiment_file_is_refused_before_anything_starts() {
 fn matrix_runs_several_gateways_redis_and_a_configuration_query() {
     let bin_dir = require_services();
     let _turn = one_at_a_time();
-    assert!(
-        loadgen::matrix::redis_server::find_on_path().is_some(),
-        "redis-server is not on PATH, so this test cannot run (it does not skip): install the \
-         Debian package redis-server (apt-get install redis-server)"
-    );
+    require_redis_server();
     let dir = scratch("matrix-multi");
     let config = dir.join("multi.toml");
     std::fs::write(
@@ -478,15 +491,7 @@ query = {{ document = "{{ getPost(pid: \"p{{{{n}}}}\") {{ pid }} }}", expected =
             "redis"
         ]
     );
-    for s in record["services"].as_array().unwrap() {
-        assert!(
-            s["stopped"]
-                .as_str()
-                .unwrap()
-                .starts_with("stopped by SIGTERM"),
-            "{s}"
-        );
-    }
+    assert_stopped_by_sigterm(&record);
     let url = record["redis"]["url"].as_str().unwrap();
     assert!(url.starts_with("redis://127.0.0.1:"), "{url}");
     // {redis} became the server's URL in both gateways' command lines.
@@ -536,11 +541,7 @@ query = {{ document = "{{ getPost(pid: \"p{{{{n}}}}\") {{ pid }} }}", expected =
 fn matrix_puts_services_behind_latency_proxies() {
     let bin_dir = require_services();
     let _turn = one_at_a_time();
-    assert!(
-        loadgen::matrix::redis_server::find_on_path().is_some(),
-        "redis-server is not on PATH, so this test cannot run (it does not skip): install the \
-         Debian package redis-server (apt-get install redis-server)"
-    );
+    require_redis_server();
     let dir = scratch("matrix-network");
     let config = dir.join("network.toml");
     std::fs::write(
@@ -629,15 +630,7 @@ seed = 5
         gateway.contains(&format!("post=http://{}/graphql", listen(&post_proxy))),
         "{gateway:?}"
     );
-    for s in services {
-        assert!(
-            s["stopped"]
-                .as_str()
-                .unwrap()
-                .starts_with("stopped by SIGTERM"),
-            "{s}"
-        );
-    }
+    assert_stopped_by_sigterm(&record);
     let log = std::fs::read_to_string(run.join("logs/r1-far-netproxy-redis.log")).unwrap();
     assert!(log.contains("netproxy stopped by signal 15"), "{log}");
 
