@@ -111,6 +111,10 @@ struct Cli {
     /// client splits it into one MGET per hash slot).
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     redis_autopipeline: bool,
+    /// Longest wait for one Redis round trip, in milliseconds; a slower one is a miss
+    /// (or a write not stored), and 5 in a row open the Redis breaker for 1 s.
+    #[arg(long, value_name = "MS", default_value_t = 250, value_parser = clap::value_parser!(u64).range(1..))]
+    redis_timeout_ms: u64,
     /// Longest time the layered storage's in-process L1 keeps an entry, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
     l1_ttl: f64,
@@ -269,6 +273,7 @@ impl Cli {
                     auto_pipeline: self.redis_autopipeline,
                     l1_ttl: seconds("--l1-ttl", self.l1_ttl)?,
                     l1_max_entries: self.l1_max_entries,
+                    command_timeout: Duration::from_millis(self.redis_timeout_ms),
                 }),
                 None if self.storage.needs_redis() => {
                     return Err(format!(

@@ -35,6 +35,8 @@ pub enum Command {
     Render(RenderArgs),
     /// Serve the calibration target (fixed answers, known delays) for comparisons.
     Target(TargetArgs),
+    /// A TCP proxy that delays every byte by half an RTT each way (latency without netem).
+    Netproxy(NetproxyArgs),
 }
 
 /// `loadgen bench`.
@@ -238,7 +240,32 @@ pub struct TargetArgs {
     pub threads: u64,
 }
 
-/// A positive duration: `10s`, `500ms`, `2m`, `1.5s`, `250us`, or bare seconds.
+/// `loadgen netproxy`.
+#[derive(Debug, Clone, Args)]
+pub struct NetproxyArgs {
+    /// Address to listen on (port 0: any free port; the first line printed names it).
+    #[arg(long)]
+    pub listen: std::net::SocketAddr,
+    /// Where to forward, HOST:PORT.
+    #[arg(long)]
+    pub to: String,
+    /// Round-trip time to add: half of it in each direction (e.g. 500us, 2ms; 0 forwards
+    /// without delay).
+    #[arg(long, value_parser = parse_duration_or_zero)]
+    pub rtt: Duration,
+    /// Standard deviation of a normal sample added to each chunk's one-way delay (order
+    /// is kept: a chunk never overtakes the one ahead of it).
+    #[arg(long, value_parser = parse_duration_or_zero, default_value = "0s")]
+    pub jitter: Duration,
+    /// Seed of the jitter samples (one stream per connection and direction).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Most connections proxied at once; more are refused (reset).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub max_connections: u64,
+}
+
+/// A positive duration: `10s`, `500ms`, `2m`, `1.5s`, `250us`, `500000ns`, or bare seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let d = parse_duration_or_zero(text)?;
     if d.is_zero() {
@@ -261,9 +288,14 @@ pub fn parse_duration_or_zero(text: &str) -> Result<Duration, String> {
         "" | "s" | "sec" => value,
         "ms" => value / 1e3,
         "us" | "µs" => value / 1e6,
+        "ns" => value / 1e9,
         "m" | "min" => value * 60.0,
         "h" => value * 3600.0,
-        other => return Err(format!("unknown unit {other:?} (use us, ms, s, m or h)")),
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} (use ns, us, ms, s, m or h)"
+            ))
+        }
     };
     Duration::try_from_secs_f64(seconds).map_err(|e| format!("{text:?}: {e}"))
 }
@@ -289,6 +321,8 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse_duration("2500ns"), Ok(Duration::from_nanos(2500)));
         assert_eq!(parse_duration_or_zero("0s"), Ok(Duration::ZERO));
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("ten").is_err());

@@ -15,11 +15,13 @@
 //!   directory (`loadgen matrix`, `loadgen compare`).
 //!
 //! Around them: [`cli`] (the command line), [`proc_usage`] (CPU and memory read from
-//! Linux, used by both halves) and [`target_server`] (a server with known behaviour,
-//! for tests and calibration).
+//! Linux, used by both halves), [`target_server`] (a server with known behaviour,
+//! for tests and calibration) and [`netproxy`] (a TCP proxy that adds a round trip's
+//! latency, so the matrix can put a service "across a network").
 pub mod bench;
 pub mod cli;
 pub mod matrix;
+pub mod netproxy;
 pub mod proc_usage;
 pub mod target_server;
 pub mod workload;

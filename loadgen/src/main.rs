@@ -15,6 +15,7 @@ fn main() -> ExitCode {
         Command::Matrix(args) => loadgen::matrix::run(&args).map(|_| ()),
         Command::Compare(args) => compare(&args),
         Command::Render(args) => loadgen::matrix::rerender(&args.dir),
+        Command::Netproxy(args) => loadgen::netproxy::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

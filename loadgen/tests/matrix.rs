@@ -44,6 +44,23 @@ fn require_services() -> PathBuf {
     dir
 }
 
+/// Every process of a `runs/*.json` record ended on SIGTERM.
+fn assert_stopped_by_sigterm(record: &serde_json::Value) {
+    for s in record["services"].as_array().unwrap() {
+        let how = s["stopped"].as_str().unwrap();
+        assert!(how.starts_with("stopped by SIGTERM"), "{s}");
+    }
+}
+
+/// Fail (not skip) without redis-server, saying what to install.
+fn require_redis_server() {
+    assert!(
+        loadgen::matrix::redis_server::find_on_path().is_some(),
+        "redis-server is not on PATH, so this test cannot run (it does not skip): install the \
+         Debian package redis-server (apt-get install redis-server)"
+    );
+}
+
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("loadgen-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -331,11 +348,7 @@ fn a_bad_experiment_file_is_refused_before_anything_starts() {
 fn matrix_runs_several_gateways_redis_and_a_configuration_query() {
     let bin_dir = require_services();
     let _turn = one_at_a_time();
-    assert!(
-        loadgen::matrix::redis_server::find_on_path().is_some(),
-        "redis-server is not on PATH, so this test cannot run (it does not skip): install the \
-         Debian package redis-server (apt-get install redis-server)"
-    );
+    require_redis_server();
     let dir = scratch("matrix-multi");
     let config = dir.join("multi.toml");
     std::fs::write(
@@ -478,15 +491,7 @@ query = {{ document = "{{ getPost(pid: \"p{{{{n}}}}\") {{ pid }} }}", expected =
             "redis"
         ]
     );
-    for s in record["services"].as_array().unwrap() {
-        assert!(
-            s["stopped"]
-                .as_str()
-                .unwrap()
-                .starts_with("stopped by SIGTERM"),
-            "{s}"
-        );
-    }
+    assert_stopped_by_sigterm(&record);
     let url = record["redis"]["url"].as_str().unwrap();
     assert!(url.starts_with("redis://127.0.0.1:"), "{url}");
     // {redis} became the server's URL in both gateways' command lines.
@@ -526,5 +531,131 @@ query = {{ document = "{{ getPost(pid: \"p{{{{n}}}}\") {{ pid }} }}", expected =
         md.contains("(sum of 2)") && md.contains("(max of 2)"),
         "{md}"
     );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `[config.network]`: Redis and post-service behind `loadgen netproxy` processes, the
+/// gateway pointed at them, their CPU measured, their logs kept, all stopped by PID; the
+/// summary's Redis round-trips table names the network. One quick run.
+#[test]
+fn matrix_puts_services_behind_latency_proxies() {
+    let bin_dir = require_services();
+    let _turn = one_at_a_time();
+    require_redis_server();
+    let dir = scratch("matrix-network");
+    let config = dir.join("network.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"name = "e2e-network"
+[query]
+document = "{SEED_QUERY}"
+expected = '{SEED_ANSWER}'
+[load]
+connections = 8
+[profile]
+enabled = false
+[[config]]
+name = "far"
+redis = true
+gateway = ["--ttl", "10", "--storage", "redis", "--redis", "{{redis}}"]
+[config.network]
+rtt = {{ redis = "2ms", post_service = "1ms" }}
+jitter = {{ redis = "100us" }}
+seed = 5
+"#
+        ),
+    )
+    .unwrap();
+    let run = dir.join("run");
+    let output = Command::new(loadgen())
+        .args(["matrix", "--quick", "--duration", "2s", "--config"])
+        .arg(&config)
+        .arg("--out")
+        .arg(&run)
+        .arg("--bin-dir")
+        .arg(&bin_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "matrix failed:\n{stderr}");
+
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("runs/r1-far.json")).unwrap())
+            .unwrap();
+    let services = record["services"].as_array().unwrap();
+    let by_name = |name: &str| {
+        services
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {record}"))
+    };
+    let line = |s: &serde_json::Value| -> Vec<String> {
+        s["command_line"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect()
+    };
+    let redis_proxy = line(by_name("netproxy-redis"));
+    let post_proxy = line(by_name("netproxy-post_service"));
+    assert_eq!(redis_proxy[1], "netproxy");
+    assert!(
+        redis_proxy.ends_with(&[
+            "--rtt".into(),
+            "2000000ns".into(),
+            "--jitter".into(),
+            "100000ns".into(),
+            "--seed".into(),
+            "5".into()
+        ]),
+        "{redis_proxy:?}"
+    );
+    // The proxies forward to the services; the gateway talks to the proxies.
+    let to = |proxy: &[String]| proxy[proxy.iter().position(|a| a == "--to").unwrap() + 1].clone();
+    let listen =
+        |proxy: &[String]| proxy[proxy.iter().position(|a| a == "--listen").unwrap() + 1].clone();
+    assert_eq!(to(&redis_proxy), by_name("redis")["addr"].as_str().unwrap());
+    assert_eq!(
+        to(&post_proxy),
+        by_name("post-service")["addr"].as_str().unwrap()
+    );
+    let gateway = line(by_name("gateway"));
+    assert!(
+        gateway.contains(&format!("redis://{}", listen(&redis_proxy))),
+        "{gateway:?}"
+    );
+    assert!(
+        gateway.contains(&format!("post=http://{}/graphql", listen(&post_proxy))),
+        "{gateway:?}"
+    );
+    assert_stopped_by_sigterm(&record);
+    let log = std::fs::read_to_string(run.join("logs/r1-far-netproxy-redis.log")).unwrap();
+    assert!(log.contains("netproxy stopped by signal 15"), "{log}");
+
+    let summary: Summary =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let far = &summary.configs[0];
+    assert_eq!(far.errors_total, 0);
+    assert_eq!(
+        far.network,
+        "post_service: 1 ms, redis: 2 ms (jitter 0.1 ms)"
+    );
+    let m = &far.rounds[0];
+    assert!(m.redis_keys_per_round_trip.is_some(), "{m:?}");
+    let proxies = m
+        .cpu
+        .iter()
+        .find(|p| p.name == "netproxy")
+        .expect("netproxy CPU");
+    assert!(proxies.cpu_seconds.is_some(), "{proxies:?}");
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(md.contains("**Redis round trips**"), "{md}");
+    assert!(
+        md.contains("| far | post_service: 1 ms, redis: 2 ms (jitter 0.1 ms) |"),
+        "{md}"
+    );
+    assert!(md.contains("| netproxy |"), "{md}");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -112,6 +112,9 @@ pub struct RedisSettings {
     pub l1_ttl: Duration,
     /// Most entries the layered store's L1 keeps.
     pub l1_max_entries: u64,
+    /// Longest wait for one Redis round trip before it counts as a failure (a miss,
+    /// and a step towards opening the store's breaker) (`--redis-timeout-ms`).
+    pub command_timeout: Duration,
 }
 
 /// How the gateway caches, from `--ttl`, `--stale`, `--policy` and friends.

@@ -64,6 +64,7 @@ impl Tier {
                     .target
                     .store_builder()
                     .auto_pipeline(r.auto_pipeline)
+                    .command_timeout(r.command_timeout)
                     .build()
                     .map_err(|e| format!("{}: {e}", r.target.describe()))?;
                 Some(store)

@@ -109,6 +109,9 @@ impl ConfigSummary {
             redis_round_trips_per_request: median_of(
                 rounds.iter().map(|m| m.redis_round_trips_per_request),
             ),
+            redis_keys_per_round_trip: median_of(
+                rounds.iter().map(|m| m.redis_keys_per_round_trip),
+            ),
             redis_server_commands_per_request: median_of(
                 rounds.iter().map(|m| m.redis_server_commands_per_request),
             ),
@@ -191,6 +194,7 @@ impl ConfigSummary {
             gateways: 1,
             redis: false,
             own_query: false,
+            network: String::new(),
             baseline: None,
         }
     }

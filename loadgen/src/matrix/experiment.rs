@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use std::sync::Arc;
 
+use super::network::{NetworkFile, NetworkSpec};
 use crate::bench::request_template::PLACEHOLDER;
 use crate::cli::{parse_duration, parse_duration_or_zero};
 use crate::workload::spec::WorkloadFile;
@@ -174,6 +175,9 @@ struct ConfigFile {
     /// configuration with injected faults, whose answers may carry errors by design.
     #[serde(default)]
     check: Option<bool>,
+    /// Services put behind a `loadgen netproxy` with a round-trip time ([`super::network`]).
+    #[serde(default)]
+    network: Option<NetworkFile>,
 }
 
 /// The query every configuration is measured with.
@@ -287,6 +291,8 @@ pub struct ConfigSpec {
     pub baseline: Option<String>,
     /// Whether the answer is checked before and after the window.
     pub check: bool,
+    /// The services the gateways reach through a latency proxy (none by default).
+    pub network: NetworkSpec,
 }
 
 /// A validated experiment.
@@ -522,6 +528,8 @@ impl Experiment {
                     "{at}: gateway uses {REDIS_PLACEHOLDER} but the configuration does not say redis = true"
                 )));
             }
+            let network =
+                NetworkSpec::resolve(c.network.unwrap_or_default(), &at, redis).map_err(invalid)?;
             let gateways = match c.gateways {
                 None => 1,
                 Some(n) if (1..=MAX_GATEWAYS).contains(&n) => n as usize,
@@ -552,6 +560,7 @@ impl Experiment {
                 gateways,
                 baseline: c.baseline,
                 check: c.check.unwrap_or(true),
+                network,
             });
         }
         let baseline = file.baseline.unwrap_or_else(|| configs[0].name.clone());

@@ -1,6 +1,7 @@
 //! The processes of one configuration in one round: start them on free ports (Redis,
-//! or a Redis Cluster, first, then the subgraphs, then the gateways), wait for
-//! `/health`, check the answer, and stop them by PID.
+//! or a Redis Cluster, first, then the subgraphs, then the latency proxies of
+//! `[config.network]`, then the gateways), wait for `/health`, check the answer, and
+//! stop them by PID.
 //!
 //! Every process is a [`ServiceProcess`], which stops itself when dropped: an error
 //! anywhere in a round never leaves a gateway behind.
@@ -14,6 +15,7 @@ use hyper::Method;
 
 use super::experiment::{ConfigSpec, QuerySpec, REDIS_CLUSTER_PLACEHOLDER, REDIS_PLACEHOLDER};
 use super::http_probe;
+use super::network;
 use super::redis_cluster::{self, RedisCluster};
 use super::redis_server;
 use super::services::{free_ports, ServiceProcess, STOP_GRACE};
@@ -39,6 +41,8 @@ pub struct Stack {
     pub post: (ServiceProcess, Duration),
     /// In start order; the first is the profiled one.
     pub gateways: Vec<(ServiceProcess, Duration)>,
+    /// `loadgen netproxy` in front of the services `[config.network]` names.
+    pub proxies: Vec<(ServiceProcess, Duration)>,
 }
 
 /// What starting a stack needs to know.
@@ -83,7 +87,8 @@ impl Stack {
         } else {
             0
         };
-        let ports = free_ports(2 + instances + usize::from(config.redis) + cluster_nodes)
+        let proxied = config.network.links.len();
+        let ports = free_ports(2 + instances + usize::from(config.redis) + cluster_nodes + proxied)
             .context("choosing free ports")?;
         let addr = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
         let (user_addr, post_addr) = (addr(ports[0]), addr(ports[1]));
@@ -128,16 +133,6 @@ impl Stack {
         } else {
             None
         };
-        let redis_url = redis.as_ref().map(|(r, _)| redis_server::url(r.addr));
-        let gateway_extra = with_redis_url(&config.gateway_args, redis_url.as_deref());
-        let seeds = cluster.as_ref().map(RedisCluster::seeds);
-        let gateway_extra: Vec<String> = gateway_extra
-            .iter()
-            .map(|a| match &seeds {
-                Some(seeds) => a.replace(REDIS_CLUSTER_PLACEHOLDER, seeds),
-                None => a.clone(),
-            })
-            .collect();
 
         let mut user = ServiceProcess::spawn(
             USER_SERVICE,
@@ -155,6 +150,42 @@ impl Stack {
         )?;
         let user_ready = rt.block_on(user.wait_healthy(HEALTH_DEADLINE))?;
         let post_ready = rt.block_on(post.wait_healthy(HEALTH_DEADLINE))?;
+
+        // The gateways reach a proxied service through its proxy.
+        let mut proxies = Vec::with_capacity(proxied);
+        let mut reach = |service: &str, addr: SocketAddr| -> anyhow::Result<SocketAddr> {
+            let Some(link) = config.network.link(service) else {
+                return Ok(addr);
+            };
+            let port =
+                ports[2 + instances + usize::from(config.redis) + cluster_nodes + proxies.len()];
+            let name = format!("{}-{service}", network::PROXY_PREFIX);
+            proxies.push(network::start_proxy(
+                &std::env::current_exe()?,
+                link,
+                config.network.seed,
+                port,
+                addr,
+                &log(&name),
+            )?);
+            Ok(SocketAddr::from(([127, 0, 0, 1], port)))
+        };
+        let redis_url = match &redis {
+            Some((r, _)) => Some(redis_server::url(reach(network::REDIS, r.addr)?)),
+            None => None,
+        };
+        let user_via = reach(network::USER_SERVICE, user_addr)?;
+        let post_via = reach(network::POST_SERVICE, post_addr)?;
+        let gateway_extra = with_redis_url(&config.gateway_args, redis_url.as_deref());
+        // A cluster is reached directly: its nodes announce their own addresses.
+        let seeds = cluster.as_ref().map(RedisCluster::seeds);
+        let gateway_extra: Vec<String> = gateway_extra
+            .iter()
+            .map(|a| match &seeds {
+                Some(seeds) => a.replace(REDIS_CLUSTER_PLACEHOLDER, seeds),
+                None => a.clone(),
+            })
+            .collect();
         let mut gateways = Vec::with_capacity(instances);
         for (i, port) in ports[2..2 + instances].iter().enumerate() {
             let gateway_addr = addr(*port);
@@ -162,9 +193,9 @@ impl Stack {
                 "--listen".to_string(),
                 gateway_addr.to_string(),
                 "--subgraph".to_string(),
-                format!("user=http://{user_addr}/graphql"),
+                format!("user=http://{user_via}/graphql"),
                 "--subgraph".to_string(),
-                format!("post=http://{post_addr}/graphql"),
+                format!("post=http://{post_via}/graphql"),
             ];
             // Every instance gets the same arguments; only the first is sampled.
             if launch.gateway_profiling {
@@ -188,14 +219,16 @@ impl Stack {
             user: (user, user_ready),
             post: (post, post_ready),
             gateways,
+            proxies,
         })
     }
 
-    /// Every process with the time it took to be healthy: gateways, post-service,
-    /// user-service, redis-server (or the cluster's nodes).
+    /// Every process with the time it took to be healthy: gateways, latency proxies,
+    /// post-service, user-service, redis-server (or the cluster's nodes).
     pub fn processes(&self) -> Vec<(&ServiceProcess, Duration)> {
         let mut all: Vec<(&ServiceProcess, Duration)> =
             self.gateways.iter().map(|(p, d)| (p, *d)).collect();
+        all.extend(self.proxies.iter().map(|(p, d)| (p, *d)));
         all.push((&self.post.0, self.post.1));
         all.push((&self.user.0, self.user.1));
         if let Some((r, d)) = &self.redis {
@@ -276,6 +309,7 @@ impl Stack {
             .iter_mut()
             .map(|(g, _)| g.stop(STOP_GRACE))
             .collect();
+        stopped.extend(self.proxies.iter_mut().map(|(p, _)| p.stop(STOP_GRACE)));
         stopped.push(self.post.0.stop(STOP_GRACE));
         stopped.push(self.user.0.stop(STOP_GRACE));
         if let Some((r, _)) = &mut self.redis {

@@ -12,6 +12,7 @@ use anyhow::{anyhow, Context};
 use super::aggregation::hit_ratio;
 use super::experiment::{ConfigSpec, Experiment};
 use super::lifecycle::{Launch, Stack};
+use super::network;
 use super::profile::endpoint::fetch_profile;
 use super::profile::flamegraph::sample_count;
 use super::profile::perf::{PerfData, PerfRecording};
@@ -450,6 +451,12 @@ fn round_output(
     for name in [USER_SERVICE, POST_SERVICE, "loadgen"] {
         cpu_figures.extend(cpu_all.iter().find(|p| p.name == name).cloned());
     }
+    cpu_figures.extend(summed(
+        &cpu_all,
+        network::PROXY_PREFIX,
+        client_requests,
+        window_wall,
+    ));
     let gateway_cpu_cores = cpu_figures.first().and_then(|g| g.cores);
     let (cache_hits, cache_misses, cache_dedupes, cache_skips) = (
         metrics.gateway_sum("gateway_cache_hits_total"),
@@ -556,6 +563,13 @@ fn round_output(
         redis_round_trips_per_request: per_request(
             metrics.gateway_sum("gateway_redis_round_trips_total"),
         ),
+        redis_keys_per_round_trip: match (
+            metrics.gateway_sum("gateway_redis_keys_read_total"),
+            metrics.gateway_sum("gateway_redis_round_trips_total"),
+        ) {
+            (Some(keys), Some(trips)) if trips > 0.0 => Some(keys / trips),
+            _ => None,
+        },
         redis_server_commands_per_request: per_request(redis_server_commands),
         redis_keys_per_master: keys_per_master.clone(),
         storage_errors,

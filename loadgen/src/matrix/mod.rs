@@ -4,8 +4,10 @@
 //! every configuration alike. The steps, each in its own file along the data's path:
 //!
 //! - [`experiment`]: the experiment file; [`settings`]: rounds, windows, binaries;
-//! - [`lifecycle`] (with [`services`], [`redis_server`], [`redis_cluster`], [`http_probe`]): start fresh
-//!   processes on free ports, wait for `/health`, check the answer, stop by PID;
+//! - [`lifecycle`] (with [`services`], [`redis_server`], [`redis_cluster`], [`network`],
+//!   [`http_probe`]): start fresh processes on free ports (latency proxies in front of
+//!   the services a configuration puts across a network), wait for `/health`, check the
+//!   answer, stop by PID;
 //!   [`reaper`]: on SIGTERM or SIGINT, every process the run started is stopped by PID
 //!   and the run's folder marked `INCOMPLETE`;
 //! - [`measure`]: one configuration in one round, the window and what is sampled at its
@@ -25,6 +27,7 @@ pub mod http_probe;
 pub mod lifecycle;
 pub mod manifest;
 pub mod measure;
+pub mod network;
 pub mod profile;
 pub mod reaper;
 pub mod record;
@@ -331,6 +334,7 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
         c.gateways = config.gateways as u32;
         c.redis = config.redis;
         c.own_query = config.own_query;
+        c.network = config.network.describe();
         c.baseline = config.baseline.clone();
         let missing = notes.get(&config.name).cloned().unwrap_or_default();
         match stacks.get(&config.name) {

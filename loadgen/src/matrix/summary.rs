@@ -77,6 +77,10 @@ pub struct Measurement {
     /// Δ`gateway_redis_round_trips_total` / Δ`gateway_requests_total`.
     #[serde(default)]
     pub redis_round_trips_per_request: Option<f64>,
+    /// Δ`gateway_redis_keys_read_total` / Δ`gateway_redis_round_trips_total`: how many
+    /// keys one round trip carried (auto-pipelining's batch size, writes diluting it).
+    #[serde(default)]
+    pub redis_keys_per_round_trip: Option<f64>,
     /// Commands the redis-server itself counted (INFO `total_commands_processed`) per
     /// client request, the runner's own two INFO commands subtracted.
     #[serde(default)]
@@ -252,6 +256,8 @@ pub struct Medians {
     #[serde(default)]
     pub redis_round_trips_per_request: Option<f64>,
     #[serde(default)]
+    pub redis_keys_per_round_trip: Option<f64>,
+    #[serde(default)]
     pub redis_server_commands_per_request: Option<f64>,
     /// A Redis Cluster's keys per master at the end of the last round.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -332,6 +338,10 @@ pub struct ConfigSummary {
     /// Whether the configuration had its own query instead of the top-level `[query]`.
     #[serde(default)]
     pub own_query: bool,
+    /// The services behind a latency proxy and their RTT (`redis: 2 ms`), empty when
+    /// everything was on loopback.
+    #[serde(default)]
+    pub network: String,
     /// Its own baseline (ratios are against it), when not the experiment's.
     #[serde(default)]
     pub baseline: Option<String>,
@@ -356,6 +366,35 @@ pub struct Summary {
 #[cfg(test)]
 pub(crate) mod fixtures {
     use super::*;
+
+    /// A one-round summary with a configuration per measurement, warnings derived.
+    pub(crate) fn summary(experiment: &str, baseline: &str, ms: Vec<Measurement>) -> Summary {
+        let mut s = Summary {
+            schema: SCHEMA.into(),
+            run_id: "r".into(),
+            experiment: experiment.into(),
+            baseline: baseline.into(),
+            rounds: 1,
+            duration_s: 10.0,
+            warmup_s: 2.0,
+            quick: false,
+            configs: ms
+                .into_iter()
+                .map(|m| {
+                    ConfigSummary::from_rounds(
+                        &m.config.clone(),
+                        None,
+                        Default::default(),
+                        serde_json::json!({}),
+                        vec![m],
+                    )
+                })
+                .collect(),
+            warnings: vec![],
+        };
+        s.derive_warnings();
+        s
+    }
 
     pub(crate) fn measurement(round: u32, config: &str, rps: f64, p99: f64) -> Measurement {
         Measurement {
@@ -391,6 +430,7 @@ pub(crate) mod fixtures {
             cache_hit_ratio: None,
             redis_commands_per_request: None,
             redis_round_trips_per_request: None,
+            redis_keys_per_round_trip: None,
             redis_server_commands_per_request: None,
             redis_keys_per_master: Vec::new(),
             storage_errors: None,

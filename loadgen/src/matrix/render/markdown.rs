@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::bench::report::ms;
+use crate::matrix::network::PROXY_PREFIX;
 use crate::matrix::summary::{Medians, Summary};
 
 /// Above this many busy cores outside the run's own processes, a configuration's
@@ -232,6 +233,9 @@ impl Summary {
         if show_cpu_per_request {
             self.cpu_table(&mut out);
         }
+        if let Some(table) = super::round_trips::table(self) {
+            out.push_str(&table);
+        }
         self.error_places_table(&mut out);
         if let Some(table) = super::overload::table(self) {
             out.push_str(&table);
@@ -314,7 +318,15 @@ impl Summary {
     /// CPU per client request and cores, per process and configuration, and what the
     /// rest of the machine was busy with.
     fn cpu_table(&self, out: &mut String) {
-        const PROCESSES: [&str; 4] = ["gateway", "user-service", "post-service", "loadgen"];
+        let mut processes = vec!["gateway", "user-service", "post-service", "loadgen"];
+        // Latency proxies (summed) only when a configuration ran some.
+        if self
+            .configs
+            .iter()
+            .any(|c| c.median.cpu_cores.contains_key(PROXY_PREFIX))
+        {
+            processes.push(PROXY_PREFIX);
+        }
         let _ = writeln!(
             out,
             "\n**CPU per client request** (µs, with cores in brackets; medians over rounds)\n"
@@ -322,13 +334,13 @@ impl Summary {
         let _ = writeln!(
             out,
             "| config | {} | rest of the machine (cores) |",
-            PROCESSES.join(" | ")
+            processes.join(" | ")
         );
-        let _ = writeln!(out, "|---|{}---:|", "---:|".repeat(PROCESSES.len()));
+        let _ = writeln!(out, "|---|{}---:|", "---:|".repeat(processes.len()));
         let mut contended = Vec::new();
         for c in &self.configs {
             let m = &c.median;
-            let cells: Vec<String> = PROCESSES
+            let cells: Vec<String> = processes
                 .iter()
                 .map(
                     |p| match (m.cpu_us_per_request.get(*p), m.cpu_cores.get(*p)) {
@@ -387,7 +399,7 @@ fn count(v: Option<f64>) -> String {
 mod tests {
     use super::*;
     use crate::matrix::aggregation::{hit_ratio, set_ratios};
-    use crate::matrix::summary::fixtures::measurement;
+    use crate::matrix::summary::fixtures::{self, measurement};
     use crate::matrix::summary::{ConfigSummary, InstanceFigures, Measurement, SCHEMA};
 
     #[test]
@@ -418,33 +430,7 @@ mod tests {
         assert_eq!(redis.cache_hit_ratio, Some(0.8));
         assert_eq!(hit_ratio(None, None, None, None), None);
         assert_eq!(hit_ratio(Some(0.0), Some(0.0), None, None), None);
-        let summary = |ms: Vec<Measurement>| {
-            let mut s = Summary {
-                schema: SCHEMA.into(),
-                run_id: "r".into(),
-                experiment: "redis".into(),
-                baseline: "memory".into(),
-                rounds: 1,
-                duration_s: 10.0,
-                warmup_s: 2.0,
-                quick: false,
-                configs: ms
-                    .into_iter()
-                    .map(|m| {
-                        ConfigSummary::from_rounds(
-                            &m.config.clone(),
-                            None,
-                            Default::default(),
-                            serde_json::json!({}),
-                            vec![m],
-                        )
-                    })
-                    .collect(),
-                warnings: vec![],
-            };
-            s.derive_warnings();
-            s
-        };
+        let summary = |ms: Vec<Measurement>| fixtures::summary("redis", "memory", ms);
         let without = summary(vec![plain.clone()]).to_markdown("m");
         for absent in [
             "redis commands/req",

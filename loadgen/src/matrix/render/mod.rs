@@ -1,9 +1,11 @@
 //! What a person reads from a run: `summary.md` ([`markdown`]), the bar chart of req/s
 //! and p99 ([`chart`]), for workloads the trade-off of throughput against stale reads
-//! ([`tradeoff`]), for open-loop sweeps the overload curve ([`overload`]), and the
-//! window second by second ([`timeline`]).
+//! ([`tradeoff`]), for open-loop sweeps the overload curve ([`overload`]), the
+//! window second by second ([`timeline`]), and for configurations with a Redis its
+//! round trips per request beside the network's RTT ([`round_trips`]).
 pub mod chart;
 pub mod markdown;
 pub mod overload;
+pub mod round_trips;
 pub mod timeline;
 pub mod tradeoff;
