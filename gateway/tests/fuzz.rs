@@ -307,7 +307,7 @@ async fn generated_input_never_breaks_the_gateway() {
     }
     let races = lab.wire.races();
     eprintln!(
-        "fuzz: seed {seed}, {n} cases ({}), {} failure(s); {} keep-alive race(s) sent again (longest client-side idle before one: {:?})",
+        "fuzz: seed {seed}, {n} cases ({}), {} failure(s); {} keep-alive race(s) sent again (longest client-side idle before one: {:?}){}",
         KINDS
             .iter()
             .zip(counts)
@@ -317,6 +317,11 @@ async fn generated_input_never_breaks_the_gateway() {
         failures.len(),
         races.count,
         races.longest_idle,
+        races
+            .after
+            .iter()
+            .map(|a| format!("\n  race: {a}"))
+            .collect::<String>(),
     );
     assert!(
         failures.is_empty(),

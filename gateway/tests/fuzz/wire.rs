@@ -25,11 +25,13 @@ use tokio::time::Instant;
 /// Connections idle this long are not reused.
 pub const IDLE_LIMIT: Duration = Duration::from_millis(200);
 
-/// Keep-alive races met, and the longest client-side idle time before one.
-#[derive(Debug, Default, Clone, Copy)]
+/// Keep-alive races met, the longest client-side idle time before one, and what the
+/// exchange before each was (the first few).
+#[derive(Debug, Default, Clone)]
 pub struct Races {
     pub count: usize,
     pub longest_idle: Duration,
+    pub after: Vec<String>,
 }
 
 pub struct WireClient {
@@ -37,6 +39,8 @@ pub struct WireClient {
     head: String,
     idle: Mutex<Option<Connection>>,
     races: std::sync::Mutex<Races>,
+    /// The last exchange that was answered: its status, sizes and `connection` header.
+    last: std::sync::Mutex<String>,
 }
 
 impl WireClient {
@@ -48,11 +52,12 @@ impl WireClient {
             ),
             idle: Mutex::new(None),
             races: Default::default(),
+            last: Default::default(),
         }
     }
 
     pub fn races(&self) -> Races {
-        *self.races.lock().unwrap()
+        self.races.lock().unwrap().clone()
     }
 
     /// POST `body` to /graphql: the status and body, or why there is none.
@@ -73,11 +78,23 @@ impl WireClient {
             head_request: false,
         };
         loop {
+            let mut connection_header = String::new();
             let sent = connection
-                .exchange(&[head.as_bytes(), body], deadline, rules, |_, _| {})
+                .exchange(&[head.as_bytes(), body], deadline, rules, |name, value| {
+                    if name.eq_ignore_ascii_case("connection") {
+                        connection_header = String::from_utf8_lossy(value).into_owned();
+                    }
+                })
                 .await;
             match sent {
                 Ok(answer) => {
+                    *self.last.lock().unwrap() = format!(
+                        "status {}, request {} bytes, answer {} bytes, connection: {connection_header:?}, reusable {}",
+                        answer.status,
+                        body.len(),
+                        answer.body.len(),
+                        answer.reusable
+                    );
                     if answer.reusable {
                         connection.set_idle(Instant::now());
                         *slot = Some(connection);
@@ -89,9 +106,13 @@ impl WireClient {
                 }) if reused.is_some() => {
                     let idle = reused.take().unwrap_or_default();
                     {
+                        let last = self.last.lock().unwrap().clone();
                         let mut races = self.races.lock().unwrap();
                         races.count += 1;
                         races.longest_idle = races.longest_idle.max(idle);
+                        if races.after.len() < 8 {
+                            races.after.push(format!("idle {idle:?} after: {last}"));
+                        }
                     }
                     connection = self.open().await?;
                 }
