@@ -1,9 +1,10 @@
 //! Upstream: one lean HTTP/1.1 client per subgraph.
 //!
 //! Each subgraph's URL is parsed once, and its request head made once
-//! ([`request_head`]); exchanges run on [`http1_wire`]'s lean connections. Connections are kept alive in a pool per subgraph (last in, first
-//! out, so the warmest connection goes first), and an exchange runs in the
-//! request's own task: no per-connection task, no channel, no hand-off.
+//! (`request_head`); exchanges run on [`http1_wire`]'s lean connections.
+//! Connections are kept alive in a pool per subgraph (last in, first out, so the
+//! warmest connection goes first), and an exchange runs in the request's own task:
+//! no per-connection task, no channel, no hand-off.
 //!
 //! A query that meets a keep-alive connection the subgraph closed under it (no byte
 //! of an answer came back) is sent once more on a new connection; a mutation never
