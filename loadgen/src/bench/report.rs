@@ -122,10 +122,10 @@ impl BenchReport {
             }
             _ => None,
         };
+        let urls: Vec<String> = plan.templates.iter().map(|t| t.url.clone()).collect();
         BenchReport {
             schema: SCHEMA.to_string(),
             url: plan.templates[0].url.clone(),
-            urls: plan.templates.iter().map(|t| t.url.clone()).collect(),
             method: plan.templates[0].method.to_string(),
             unique_literals: plan.templates[0].numbered.is_some(),
             mode: if plan.rate.is_some() {
@@ -150,9 +150,10 @@ impl BenchReport {
             open_loop,
             loadgen_cpu: result.cpu.clone(),
             workload: match (&plan.workload, &result.freshness) {
-                (Some(w), Some(f)) => Some(f.report(w, seconds)),
+                (Some(w), Some(f)) => Some(f.report(w, seconds, &urls)),
                 _ => None,
             },
+            urls,
             timeline: match (&r.timeline, plan.stop) {
                 (Some(t), StopRule::After(d)) => t.seconds(d.as_secs() as usize),
                 _ => Vec::new(),
