@@ -8,7 +8,7 @@
 //! before `cargo test --workspace`); the test says so when they are missing.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 use loadgen::matrix::summary::Summary;
 
@@ -62,6 +62,25 @@ fn require_redis_server() {
     );
 }
 
+/// `loadgen matrix --quick` with `times` (`--duration`, `--warmup`) on `config`, into
+/// `run`; fails the test, with loadgen's stderr, when the run fails.
+fn quick_matrix(config: &Path, run: &Path, bin_dir: &Path, times: &[&str]) -> Output {
+    let output = Command::new(loadgen())
+        .args(["matrix", "--quick"])
+        .args(times)
+        .arg("--config")
+        .arg(config)
+        .arg("--out")
+        .arg(run)
+        .arg("--bin-dir")
+        .arg(bin_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "matrix failed:\n{stderr}");
+    output
+}
+
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("loadgen-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -96,25 +115,12 @@ fn matrix_quick_runs_the_seed_experiment_end_to_end() {
     let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/seed.toml");
     let text = std::fs::read_to_string(&config).unwrap();
     let run = dir.join("runs").join("first");
-    let output = Command::new(loadgen())
-        .args([
-            "matrix",
-            "--quick",
-            "--duration",
-            "4s",
-            "--warmup",
-            "1s",
-            "--config",
-        ])
-        .arg(&config)
-        .arg("--out")
-        .arg(&run)
-        .arg("--bin-dir")
-        .arg(&bin_dir)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "matrix failed:\n{stderr}");
+    let output = quick_matrix(
+        &config,
+        &run,
+        &bin_dir,
+        &["--duration", "4s", "--warmup", "1s"],
+    );
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         stdout.contains("| no-cache |") && stdout.contains("| ttl-10 |"),
@@ -404,25 +410,12 @@ query = {{ document = "{{ getPost(pid: \"p{{{{n}}}}\") {{ pid }} }}", expected =
     assert!(!dir.join("no-redis").exists(), "nothing was started");
 
     let run = dir.join("run");
-    let output = Command::new(loadgen())
-        .args([
-            "matrix",
-            "--quick",
-            "--duration",
-            "4s",
-            "--warmup",
-            "1s",
-            "--config",
-        ])
-        .arg(&config)
-        .arg("--out")
-        .arg(&run)
-        .arg("--bin-dir")
-        .arg(&bin_dir)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "matrix failed:\n{stderr}");
+    quick_matrix(
+        &config,
+        &run,
+        &bin_dir,
+        &["--duration", "4s", "--warmup", "1s"],
+    );
 
     let summary: Summary =
         serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
@@ -535,48 +528,32 @@ query = {{ document = "{{ getPost(pid: \"p{{{{n}}}}\") {{ pid }} }}", expected =
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// A fleet: two layered gateways over one redis-server, a small workload with writes,
-/// loadgen's connections round robin over them; each gateway gets its own row of
-/// figures (its requests, hit ratio, Redis commands, and the freshness of the answers
-/// it gave), and the gateways' reads add up to the run's. One short run.
+/// A fleet: two layered gateways over one redis-server, with `experiments/fleet.toml`'s
+/// services and workload (Zipf reads of posts, lists and `me`, 4% writes), loadgen's
+/// connections round robin over them; each gateway gets its own row of figures (its
+/// requests, hit ratio, Redis commands, and the freshness of the answers it gave), and
+/// the gateways' reads add up to the run's. One short run.
 #[test]
 fn matrix_reports_a_fleet_per_gateway() {
     let bin_dir = require_services();
     let _turn = one_at_a_time();
     require_redis_server();
     let dir = scratch("matrix-fleet");
+    let fleet = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/fleet.toml"),
+    )
+    .unwrap();
+    // Its [services] and [workload], then a load and a configuration of our own.
+    let (from, to) = (
+        fleet.find("\n[services]").unwrap(),
+        fleet.find("\n[load]").unwrap(),
+    );
     let config = dir.join("fleet.toml");
     std::fs::write(
         &config,
-        r#"name = "e2e-fleet"
-[services]
-user_service = ["--users", "20"]
-post_service = ["--posts", "20", "--users", "20"]
-[workload]
-seed = 3
-[workload.keys]
-post = { distribution = "zipf", exponent = 0.99, count = 20 }
-user = { distribution = "uniform", count = 20 }
-[[workload.operation]]
-name = "post"
-weight = 8
-document = 'query($pid: ID!) { getPost(pid: $pid) { pid title author { id name } } }'
-variables = { pid = "p{post}" }
-reads = [
-  { at = "getPost", type = "Post", id = "pid", version = "title", expect_id = "p{post}" },
-  { at = "getPost.author", type = "User", id = "id", version = "name" },
-]
-[[workload.operation]]
-name = "top-posts"
-weight = 2
-document = '{ topPosts(count: 3) { pid title } }'
-reads = [{ at = "topPosts[]", type = "Post", id = "pid", version = "title" }]
-[[workload.operation]]
-name = "retitle"
-weight = 1
-document = 'mutation($pid: ID!, $title: String!) { updatePostTitle(pid: $pid, title: $title) { pid title } }'
-variables = { pid = "p{post}", title = "{version}" }
-write = { type = "Post", id = "p{post}" }
+        format!(
+            r#"name = "e2e-fleet"
+{}
 [load]
 connections = 8
 threads = 1
@@ -586,30 +563,19 @@ enabled = false
 name = "fleet-2"
 redis = true
 gateways = 2
-gateway = ["--ttl", "10", "--storage", "layered", "--redis", "{redis}"]
+gateway = ["--ttl", "10", "--storage", "layered", "--redis", "{{redis}}"]
 "#,
+            &fleet[from..to]
+        ),
     )
     .unwrap();
     let run = dir.join("run");
-    let output = Command::new(loadgen())
-        .args([
-            "matrix",
-            "--quick",
-            "--duration",
-            "1s",
-            "--warmup",
-            "1s",
-            "--config",
-        ])
-        .arg(&config)
-        .arg("--out")
-        .arg(&run)
-        .arg("--bin-dir")
-        .arg(&bin_dir)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "matrix failed:\n{stderr}");
+    quick_matrix(
+        &config,
+        &run,
+        &bin_dir,
+        &["--duration", "1s", "--warmup", "1s"],
+    );
 
     let summary: Summary =
         serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
@@ -633,7 +599,7 @@ gateway = ["--ttl", "10", "--storage", "layered", "--redis", "{redis}"]
         assert!(f.responses > 0 && f.reads_checked > 0, "{g:?}");
         assert!(f.stale_reads <= f.reads_checked, "{g:?}");
         assert_eq!(f.wrong_answers, 0, "{g:?}");
-        assert_eq!(f.responses, w.per_url[i].requests);
+        assert_eq!(f.responses, w.per_url[i].report.requests());
         reads += f.reads_checked;
         stale += f.stale_reads;
         responses += f.responses;
@@ -661,10 +627,18 @@ gateway = ["--ttl", "10", "--storage", "layered", "--redis", "{redis}"]
     for (u, url) in per_url.iter().zip(urls) {
         assert_eq!(&u["url"], url);
     }
-    assert!(record["gateways"][1]["freshness"]["reads_checked"].as_u64().unwrap() > 0);
+    assert!(
+        record["gateways"][1]["freshness"]["reads_checked"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
     let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
     assert!(md.contains("**Per gateway**"), "{md}");
-    assert!(md.contains("| fleet-2 | gateway-1 |") && md.contains("|  | gateway-2 |"), "{md}");
+    assert!(
+        md.contains("| fleet-2 | gateway-1 |") && md.contains("|  | gateway-2 |"),
+        "{md}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -702,17 +676,7 @@ seed = 5
     )
     .unwrap();
     let run = dir.join("run");
-    let output = Command::new(loadgen())
-        .args(["matrix", "--quick", "--duration", "2s", "--config"])
-        .arg(&config)
-        .arg("--out")
-        .arg(&run)
-        .arg("--bin-dir")
-        .arg(&bin_dir)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "matrix failed:\n{stderr}");
+    quick_matrix(&config, &run, &bin_dir, &["--duration", "2s"]);
 
     let record: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("runs/r1-far.json")).unwrap())

@@ -497,8 +497,9 @@ fn round_output(
                 .workload
                 .as_ref()
                 .and_then(|w| w.per_url.get(i))
+                .map(|u| &u.report)
                 .map(|u| InstanceFreshness {
-                    responses: u.requests,
+                    responses: u.requests(),
                     reads_checked: u.reads_checked,
                     stale_reads: u.stale_reads,
                     stale_fraction: u.stale_fraction,
@@ -523,8 +524,7 @@ fn round_output(
                 rss_end_mib: mib(rss_tracks[i].last()),
                 profiled: i == 0 && profiled_in_window,
                 peak_rss_bytes: peak_rss[i],
-                redis_commands_per_request: match (sum("gateway_redis_commands_total"), requests)
-                {
+                redis_commands_per_request: match (sum("gateway_redis_commands_total"), requests) {
                     (Some(c), Some(n)) if n > 0.0 => Some(c / n),
                     _ => None,
                 },

@@ -138,6 +138,11 @@ impl FreshnessRecorder {
         self.writes_failed += other.writes_failed;
     }
 
+    /// stale reads / reads checked; `None` before any read was checked.
+    pub fn stale_fraction(&self) -> Option<f64> {
+        (self.reads_checked > 0).then(|| self.stale_reads as f64 / self.reads_checked as f64)
+    }
+
     /// Responses in the window, all operations.
     pub fn requests(&self) -> u64 {
         self.operations.iter().map(|o| o.requests).sum()
@@ -151,8 +156,7 @@ impl FreshnessRecorder {
             seed: workload.seed,
             reads_checked: self.reads_checked,
             stale_reads: self.stale_reads,
-            stale_fraction: (self.reads_checked > 0)
-                .then(|| self.stale_reads as f64 / self.reads_checked as f64),
+            stale_fraction: self.stale_fraction(),
             stale_age_ms: LatencySummary::from_histogram(&self.stale_age),
             out_of_date_ms: LatencySummary::from_histogram(&self.out_of_date),
             wrong_answers: self.wrong_answers,
@@ -220,48 +224,29 @@ impl FreshnessByUrl {
         all
     }
 
-    /// The run's report with each URL's figures in `per_url` (`urls` names them).
+    /// The run's report with each URL's own report in `per_url` (`urls` names them).
     pub fn report(&self, workload: &Workload, seconds: f64, urls: &[String]) -> WorkloadReport {
         let mut report = self.total().report(workload, seconds);
         report.per_url = self
             .urls
             .iter()
             .enumerate()
-            .map(|(i, r)| UrlFreshness {
+            .map(|(i, r)| UrlReport {
                 url: urls.get(i).cloned().unwrap_or_default(),
-                requests: r.requests(),
-                errors: r.operations.iter().map(|o| o.errors).sum(),
-                reads_checked: r.reads_checked,
-                stale_reads: r.stale_reads,
-                stale_fraction: (r.reads_checked > 0)
-                    .then(|| r.stale_reads as f64 / r.reads_checked as f64),
-                stale_age_ms: LatencySummary::from_histogram(&r.stale_age),
-                out_of_date_ms: LatencySummary::from_histogram(&r.out_of_date),
-                wrong_answers: r.wrong_answers,
-                writes_acked: r.writes_acked,
-                writes_failed: r.writes_failed,
+                report: r.report(workload, seconds),
             })
             .collect();
         report
     }
 }
 
-/// What the reads one URL answered looked like (`workload.per_url[i]`).
+/// What the answers one URL gave looked like (`workload.per_url[i]`): its URL and the
+/// same figures as the run's, of those answers alone.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct UrlFreshness {
+pub struct UrlReport {
     pub url: String,
-    /// Responses in the window from this URL.
-    pub requests: u64,
-    /// Of them, requests that were not `Ok`.
-    pub errors: u64,
-    pub reads_checked: u64,
-    pub stale_reads: u64,
-    pub stale_fraction: Option<f64>,
-    pub stale_age_ms: LatencySummary,
-    pub out_of_date_ms: LatencySummary,
-    pub wrong_answers: u64,
-    pub writes_acked: u64,
-    pub writes_failed: u64,
+    #[serde(flatten)]
+    pub report: WorkloadReport,
 }
 
 /// A workload's figures over the measured window (`workload` in the bench's JSON).
@@ -288,8 +273,15 @@ pub struct WorkloadReport {
     pub write_rate: Option<f64>,
     pub operations: Vec<OperationReport>,
     /// The same figures per target URL, in `--url` order (connection i went to URL i % n).
-    #[serde(default)]
-    pub per_url: Vec<UrlFreshness>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_url: Vec<UrlReport>,
+}
+
+impl WorkloadReport {
+    /// Responses in the window, all operations.
+    pub fn requests(&self) -> u64 {
+        self.operations.iter().map(|o| o.requests).sum()
+    }
 }
 
 /// One operation of the mix in the window.
@@ -314,18 +306,7 @@ pub struct OperationReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const WORKLOAD: &str = r#"
-[workload]
-[workload.keys]
-post = { distribution = "uniform", count = 10 }
-[[workload.operation]]
-name = "post"
-weight = 1
-document = 'query($pid: ID!) { getPost(pid: $pid) { pid title } }'
-variables = { pid = "p{post}" }
-reads = [{ at = "getPost", type = "Post", id = "pid", version = "title" }]
-"#;
+    use crate::workload::check::tests::WORKLOAD;
 
     #[test]
     fn per_url_records_merge_by_url_and_sum_to_the_run() {
@@ -354,13 +335,19 @@ reads = [{ at = "getPost", type = "Post", id = "pid", version = "title" }]
             panic!("two URLs: {:?}", report.per_url)
         };
         assert_eq!(first.url, urls[0]);
+        let (first, second) = (&first.report, &second.report);
         assert_eq!(
-            (first.requests, first.reads_checked, first.stale_reads, first.writes_acked),
+            (
+                first.requests(),
+                first.reads_checked,
+                first.stale_reads,
+                first.writes_acked
+            ),
             (3, 3, 0, 2)
         );
         assert_eq!(first.stale_fraction, Some(0.0));
         assert_eq!(
-            (second.requests, second.reads_checked, second.stale_reads),
+            (second.requests(), second.reads_checked, second.stale_reads),
             (2, 3, 2)
         );
         assert!((second.stale_age_ms.max - 900.0).abs() < 1.0, "{second:?}");

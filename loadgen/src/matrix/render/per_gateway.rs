@@ -30,8 +30,13 @@ pub fn table(summary: &Summary) -> Option<String> {
     );
     let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     let percent = |v: Option<f64>| v.map_or("–".into(), |x| format!("{:.1}%", x * 100.0));
-    let figure = |v: Option<f64>, digits: usize| v.map_or("–".into(), |x| format!("{x:.digits$}"));
-    for c in summary.configs.iter().filter(|c| !c.median.instances.is_empty()) {
+    let figure =
+        |v: Option<f64>, digits: usize| v.map_or("–".into(), |x| format!("{x:.digits$}"));
+    for c in summary
+        .configs
+        .iter()
+        .filter(|c| !c.median.instances.is_empty())
+    {
         let m = &c.median;
         let all: f64 = m.instances.iter().filter_map(|x| x.requests).sum();
         for (i, g) in m.instances.iter().enumerate() {
@@ -116,7 +121,9 @@ mod tests {
         let s = summary("fleet", "gw-1", vec![one, two]);
         let text = table(&s).unwrap();
         assert!(
-            text.contains("| gw-1 | gateway-1 | 10000 | 100.0% | 60.0% | 1.50 | – | 1000 | 0 (0.00%) | – |"),
+            text.contains(
+                "| gw-1 | gateway-1 | 10000 | 100.0% | 60.0% | 1.50 | – | 1000 | 0 (0.00%) | – |"
+            ),
             "{text}"
         );
         assert!(
@@ -124,7 +131,9 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("|  | gateway-2 | 4500 | 50.0% | 40.0% | 1.50 |  | 1000 | 0 (0.00%) | – |"),
+            text.contains(
+                "|  | gateway-2 | 4500 | 50.0% | 40.0% | 1.50 |  | 1000 | 0 (0.00%) | – |"
+            ),
             "{text}"
         );
         assert!(s.to_markdown("m").contains("**Per gateway**"));
