@@ -337,6 +337,30 @@ fn workload_lines(out: &mut String, w: &WorkloadReport) {
             ms(d.max)
         );
     }
+    if w.per_url.len() > 1 {
+        for u in &w.per_url {
+            let r = &u.report;
+            let _ = writeln!(
+                out,
+                "  {:<30} {:>9} req  {} reads checked, {} stale ({}){}",
+                u.url,
+                r.requests(),
+                r.reads_checked,
+                r.stale_reads,
+                r.stale_fraction
+                    .map_or("–".into(), |f| format!("{:.3}%", f * 100.0)),
+                if r.stale_reads > 0 {
+                    format!(
+                        "  age p99 {} max {}",
+                        ms(r.stale_age_ms.p99),
+                        ms(r.stale_age_ms.max)
+                    )
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
     let _ = writeln!(out, "Wrong answers {}", w.wrong_answers);
     for e in &w.wrong_answer_examples {
         let _ = writeln!(out, "  {e}");
