@@ -594,6 +594,9 @@ gateway = ["--ttl", "10", "--storage", "layered", "--redis", "{{redis}}"]
         assert!(g.requests.unwrap() > 0.0, "{g:?}");
         let hits = g.cache_hit_ratio.expect("its own hit ratio");
         assert!((0.0..=1.0).contains(&hits), "{g:?}");
+        // Layered: part of those hits came from its own L1.
+        let l1 = g.l1_hit_ratio.expect("layered storage counts L1 hits");
+        assert!(l1 > 0.0 && l1 <= hits, "{g:?}");
         assert!(g.redis_commands_per_request.unwrap() > 0.0, "{g:?}");
         let f = g.freshness.as_ref().expect("its answers' freshness");
         assert!(f.responses > 0 && f.reads_checked > 0, "{g:?}");

@@ -87,6 +87,7 @@ fn instance_medians(rounds: &[Measurement]) -> Vec<InstanceMedians> {
                 name: format!("gateway-{}", i + 1),
                 requests: median_of(of(&|x| x.requests).into_iter()),
                 cache_hit_ratio: median_of(of(&|x| x.cache_hit_ratio).into_iter()),
+                l1_hit_ratio: median_of(of(&|x| x.l1_hit_ratio).into_iter()),
                 redis_commands_per_request: median_of(
                     of(&|x| x.redis_commands_per_request).into_iter(),
                 ),

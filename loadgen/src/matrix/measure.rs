@@ -493,6 +493,10 @@ fn round_output(
                 sum("gateway_cache_skips_total"),
             );
             let requests = sum("gateway_requests_total");
+            // Layered storage: the hits its in-process L1 gave, over all cached calls.
+            let l1_hits =
+                metrics.of_labelled(name, "gateway_cache_layer_hits_total", "layer", "l1");
+            let calls: f64 = [hits, misses, dedupes, skips].iter().flatten().sum();
             let freshness = report
                 .workload
                 .as_ref()
@@ -528,6 +532,7 @@ fn round_output(
                     (Some(c), Some(n)) if n > 0.0 => Some(c / n),
                     _ => None,
                 },
+                l1_hit_ratio: l1_hits.filter(|_| calls > 0.0).map(|l1| l1 / calls),
                 freshness,
             }
         })

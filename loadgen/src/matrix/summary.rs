@@ -191,6 +191,11 @@ pub struct InstanceFigures {
     /// Δ`gateway_redis_commands_total` of this instance / its own requests.
     #[serde(default)]
     pub redis_commands_per_request: Option<f64>,
+    /// Layered storage: the calls its in-process L1 answered
+    /// (Δ`gateway_cache_layer_hits_total{layer="l1"}`) over the same calls as
+    /// `cache_hit_ratio`; the rest of its hits came from Redis.
+    #[serde(default)]
+    pub l1_hit_ratio: Option<f64>,
     /// With a workload: what loadgen saw of the answers this instance gave (its
     /// connections, i % gateways = this one): responses, reads checked, stale reads.
     #[serde(default)]
@@ -219,6 +224,8 @@ pub struct InstanceMedians {
     /// Δ`gateway_requests_total` of the instance.
     pub requests: Option<f64>,
     pub cache_hit_ratio: Option<f64>,
+    #[serde(default)]
+    pub l1_hit_ratio: Option<f64>,
     pub redis_commands_per_request: Option<f64>,
     pub responses: Option<f64>,
     pub reads_checked: Option<f64>,

@@ -26,9 +26,12 @@ pub fn table(summary: &Summary) -> Option<String> {
     );
     let _ = writeln!(
         out,
-        "| config | gateway | requests | share | hit ratio | redis commands/req | redis-server commands/req (all gateways) | reads checked | stale reads | stale age p99 / max |"
+        "| config | gateway | requests | share | hit ratio | L1 hit ratio | redis commands/req | redis-server commands/req (all gateways) | reads checked | stale reads | stale age p99 / max |"
     );
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        out,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     let percent = |v: Option<f64>| v.map_or("–".into(), |x| format!("{:.1}%", x * 100.0));
     let figure =
         |v: Option<f64>, digits: usize| v.map_or("–".into(), |x| format!("{x:.digits$}"));
@@ -58,12 +61,13 @@ pub fn table(summary: &Summary) -> Option<String> {
             };
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {server} | {} | {stale} | {age} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {server} | {} | {stale} | {age} |",
                 if i == 0 { c.name.as_str() } else { "" },
                 g.name,
                 figure(g.requests, 0),
                 percent(share),
                 percent(g.cache_hit_ratio),
+                percent(g.l1_hit_ratio),
                 figure(g.redis_commands_per_request, 2),
                 figure(g.reads_checked, 0),
             );
@@ -72,7 +76,8 @@ pub fn table(summary: &Summary) -> Option<String> {
     let _ = writeln!(
         out,
         "\nPer gateway: requests, hit ratio and Redis commands are each instance's own `/metrics` \
-         (Δ`gateway_requests_total`; hits / (hits + misses + dedupes + skips); \
+         (Δ`gateway_requests_total`; hits / (hits + misses + dedupes + skips), from L1 or Redis; \
+         L1 hit ratio: the hits its in-process L1 gave (`gateway_cache_layer_hits_total{{layer=\"l1\"}}`) / the same calls; \
          Δ`gateway_redis_commands_total` / its requests). redis-server commands/req is the server's \
          `total_commands_processed` (summed over a cluster's masters) over all the gateways' requests: \
          the server cannot tell its clients apart. Reads checked and stale reads are loadgen's, of the \
@@ -94,6 +99,7 @@ mod tests {
             requests: Some(requests),
             cache_hit_ratio: Some(hits),
             redis_commands_per_request: Some(1.5),
+            l1_hit_ratio: Some(hits / 2.0),
             freshness: Some(InstanceFreshness {
                 responses: requests as u64,
                 reads_checked: 1000,
@@ -122,17 +128,17 @@ mod tests {
         let text = table(&s).unwrap();
         assert!(
             text.contains(
-                "| gw-1 | gateway-1 | 10000 | 100.0% | 60.0% | 1.50 | – | 1000 | 0 (0.00%) | – |"
+                "| gw-1 | gateway-1 | 10000 | 100.0% | 60.0% | 30.0% | 1.50 | – | 1000 | 0 (0.00%) | – |"
             ),
             "{text}"
         );
         assert!(
-            text.contains("| gw-2 | gateway-1 | 4500 | 50.0% | 50.0% | 1.50 | 2.25 | 1000 | 20 (2.00%) | 300 ms / 900 ms |"),
+            text.contains("| gw-2 | gateway-1 | 4500 | 50.0% | 50.0% | 25.0% | 1.50 | 2.25 | 1000 | 20 (2.00%) | 300 ms / 900 ms |"),
             "{text}"
         );
         assert!(
             text.contains(
-                "|  | gateway-2 | 4500 | 50.0% | 40.0% | 1.50 |  | 1000 | 0 (0.00%) | – |"
+                "|  | gateway-2 | 4500 | 50.0% | 40.0% | 20.0% | 1.50 |  | 1000 | 0 (0.00%) | – |"
             ),
             "{text}"
         );
