@@ -1,13 +1,14 @@
 //! `loadgen matrix --quick` end to end on `experiments/seed.toml`: real user-service,
 //! post-service and gateway processes from this workspace's build, and a run directory
 //! with a valid summary.json, flamegraphs, a chart and a manifest; `loadgen compare` on
-//! the result. Also: a wrong answer aborts the run, and a bad file is refused.
+//! the result. Also: a wrong answer aborts the run, and a bad file is refused; several
+//! gateways over Redis, and a fleet's per-gateway figures.
 //!
 //! The service binaries must be built next to loadgen's (`cargo build --workspace`
 //! before `cargo test --workspace`); the test says so when they are missing.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 use loadgen::matrix::summary::Summary;
 
@@ -61,6 +62,25 @@ fn require_redis_server() {
     );
 }
 
+/// `loadgen matrix --quick` with `times` (`--duration`, `--warmup`) on `config`, into
+/// `run`; fails the test, with loadgen's stderr, when the run fails.
+fn quick_matrix(config: &Path, run: &Path, bin_dir: &Path, times: &[&str]) -> Output {
+    let output = Command::new(loadgen())
+        .args(["matrix", "--quick"])
+        .args(times)
+        .arg("--config")
+        .arg(config)
+        .arg("--out")
+        .arg(run)
+        .arg("--bin-dir")
+        .arg(bin_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "matrix failed:\n{stderr}");
+    output
+}
+
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("loadgen-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -95,25 +115,12 @@ fn matrix_quick_runs_the_seed_experiment_end_to_end() {
     let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/seed.toml");
     let text = std::fs::read_to_string(&config).unwrap();
     let run = dir.join("runs").join("first");
-    let output = Command::new(loadgen())
-        .args([
-            "matrix",
-            "--quick",
-            "--duration",
-            "4s",
-            "--warmup",
-            "1s",
-            "--config",
-        ])
-        .arg(&config)
-        .arg("--out")
-        .arg(&run)
-        .arg("--bin-dir")
-        .arg(&bin_dir)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "matrix failed:\n{stderr}");
+    let output = quick_matrix(
+        &config,
+        &run,
+        &bin_dir,
+        &["--duration", "4s", "--warmup", "1s"],
+    );
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         stdout.contains("| no-cache |") && stdout.contains("| ttl-10 |"),
@@ -403,25 +410,12 @@ query = {{ document = "{{ getPost(pid: \"p{{{{n}}}}\") {{ pid }} }}", expected =
     assert!(!dir.join("no-redis").exists(), "nothing was started");
 
     let run = dir.join("run");
-    let output = Command::new(loadgen())
-        .args([
-            "matrix",
-            "--quick",
-            "--duration",
-            "4s",
-            "--warmup",
-            "1s",
-            "--config",
-        ])
-        .arg(&config)
-        .arg("--out")
-        .arg(&run)
-        .arg("--bin-dir")
-        .arg(&bin_dir)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "matrix failed:\n{stderr}");
+    quick_matrix(
+        &config,
+        &run,
+        &bin_dir,
+        &["--duration", "4s", "--warmup", "1s"],
+    );
 
     let summary: Summary =
         serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
@@ -534,6 +528,123 @@ query = {{ document = "{{ getPost(pid: \"p{{{{n}}}}\") {{ pid }} }}", expected =
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A fleet: two layered gateways over one redis-server, with `experiments/fleet.toml`'s
+/// services and workload (Zipf reads of posts, lists and `me`, 4% writes), loadgen's
+/// connections round robin over them; each gateway gets its own row of figures (its
+/// requests, hit ratio, Redis commands, and the freshness of the answers it gave), and
+/// the gateways' reads add up to the run's. One short run.
+#[test]
+fn matrix_reports_a_fleet_per_gateway() {
+    let bin_dir = require_services();
+    let _turn = one_at_a_time();
+    require_redis_server();
+    let dir = scratch("matrix-fleet");
+    let fleet = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/fleet.toml"),
+    )
+    .unwrap();
+    // Its [services] and [workload], then a load and a configuration of our own.
+    let (from, to) = (
+        fleet.find("\n[services]").unwrap(),
+        fleet.find("\n[load]").unwrap(),
+    );
+    let config = dir.join("fleet.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"name = "e2e-fleet"
+{}
+[load]
+connections = 8
+threads = 1
+[profile]
+enabled = false
+[[config]]
+name = "fleet-2"
+redis = true
+gateways = 2
+gateway = ["--ttl", "10", "--storage", "layered", "--redis", "{{redis}}"]
+"#,
+            &fleet[from..to]
+        ),
+    )
+    .unwrap();
+    let run = dir.join("run");
+    quick_matrix(
+        &config,
+        &run,
+        &bin_dir,
+        &["--duration", "1s", "--warmup", "1s"],
+    );
+
+    let summary: Summary =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let fleet = &summary.configs[0];
+    let m = &fleet.rounds[0];
+    let w = m.workload.as_ref().expect("a workload round");
+    assert!(w.writes_acked > 0, "{w:?}");
+    assert_eq!(w.wrong_answers, 0, "{w:?}");
+    // loadgen's record per URL: one per gateway, in start order.
+    assert_eq!(w.per_url.len(), 2, "{w:?}");
+    assert_eq!(m.instances.len(), 2);
+    let mut reads = 0;
+    let mut stale = 0;
+    let mut responses = 0;
+    for (i, g) in m.instances.iter().enumerate() {
+        assert!(g.requests.unwrap() > 0.0, "{g:?}");
+        let hits = g.cache_hit_ratio.expect("its own hit ratio");
+        assert!((0.0..=1.0).contains(&hits), "{g:?}");
+        // Layered: part of those hits came from its own L1.
+        let l1 = g.l1_hit_ratio.expect("layered storage counts L1 hits");
+        assert!(l1 > 0.0 && l1 <= hits, "{g:?}");
+        assert!(g.redis_commands_per_request.unwrap() > 0.0, "{g:?}");
+        let f = g.freshness.as_ref().expect("its answers' freshness");
+        assert!(f.responses > 0 && f.reads_checked > 0, "{g:?}");
+        assert!(f.stale_reads <= f.reads_checked, "{g:?}");
+        assert_eq!(f.wrong_answers, 0, "{g:?}");
+        assert_eq!(f.responses, w.per_url[i].report.requests());
+        reads += f.reads_checked;
+        stale += f.stale_reads;
+        responses += f.responses;
+    }
+    // The gateways' figures add up to the run's.
+    assert_eq!(reads, w.reads_checked, "{w:?}");
+    assert_eq!(stale, w.stale_reads, "{w:?}");
+    assert_eq!(responses, m.requests, "{m:?}");
+    assert_eq!(
+        fleet
+            .median
+            .instances
+            .iter()
+            .map(|g| g.name.as_str())
+            .collect::<Vec<_>>(),
+        ["gateway-1", "gateway-2"]
+    );
+    // The raw record keeps loadgen's per-URL figures beside the gateways' URLs.
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("runs/r1-fleet-2.json")).unwrap())
+            .unwrap();
+    let urls = record["bench"]["urls"].as_array().unwrap();
+    let per_url = record["bench"]["workload"]["per_url"].as_array().unwrap();
+    assert_eq!(per_url.len(), 2);
+    for (u, url) in per_url.iter().zip(urls) {
+        assert_eq!(&u["url"], url);
+    }
+    assert!(
+        record["gateways"][1]["freshness"]["reads_checked"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(md.contains("**Per gateway**"), "{md}");
+    assert!(
+        md.contains("| fleet-2 | gateway-1 |") && md.contains("|  | gateway-2 |"),
+        "{md}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// `[config.network]`: Redis and post-service behind `loadgen netproxy` processes, the
 /// gateway pointed at them, their CPU measured, their logs kept, all stopped by PID; the
 /// summary's Redis round-trips table names the network. One quick run.
@@ -568,17 +679,7 @@ seed = 5
     )
     .unwrap();
     let run = dir.join("run");
-    let output = Command::new(loadgen())
-        .args(["matrix", "--quick", "--duration", "2s", "--config"])
-        .arg(&config)
-        .arg("--out")
-        .arg(&run)
-        .arg("--bin-dir")
-        .arg(&bin_dir)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "matrix failed:\n{stderr}");
+    quick_matrix(&config, &run, &bin_dir, &["--duration", "2s"]);
 
     let record: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("runs/r1-far.json")).unwrap())

@@ -20,7 +20,7 @@ use crate::bench::request_template::RequestTemplate;
 use crate::proc_usage;
 use crate::workload::mix::Role;
 use crate::workload::oracle::Oracle;
-use crate::workload::recorder::FreshnessRecorder;
+use crate::workload::recorder::FreshnessByUrl;
 use crate::workload::traffic::WorkloadTraffic;
 use crate::workload::Workload;
 
@@ -96,8 +96,9 @@ pub struct BenchResult {
     pub recorder: Recorder,
     /// A workload's writer connections (open loop at `write_rate`), when it has them.
     pub writes: Option<Recorder>,
-    /// A workload's freshness and per-operation record.
-    pub freshness: Option<FreshnessRecorder>,
+    /// A workload's freshness and per-operation record, per target URL (merge them with
+    /// [`FreshnessByUrl::total`] for the run's).
+    pub freshness: Option<FreshnessByUrl>,
     /// Length of the measured window.
     pub elapsed: Duration,
     /// Open loop: requests scheduled in the window that neither got a response nor
@@ -216,6 +217,7 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchResult> {
             .collect();
         let workload = plan.workload.clone();
         let oracle = oracle.clone();
+        let urls = plan.templates.len();
         first_connection += count;
         let handle = std::thread::Builder::new()
             .name(format!("loadgen-{t}"))
@@ -226,21 +228,28 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchResult> {
                     .context("building a worker runtime")?;
                 let recorder = RefCell::new(Recorder::new(open_loop).timed_from(measure_start));
                 let writes = RefCell::new(Recorder::new(true));
-                let freshness = workload
-                    .as_deref()
-                    .map(|w| RefCell::new(FreshnessRecorder::new(w)));
+                // One record per URL: connection `first + c` (writer k) answers to URL
+                // (first + c) % urls (k % urls), so its stale reads are that gateway's.
+                let freshness: Option<Vec<RefCell<_>>> = workload.as_deref().map(|w| {
+                    FreshnessByUrl::new(w, urls)
+                        .urls
+                        .into_iter()
+                        .map(RefCell::new)
+                        .collect()
+                });
                 let window_start = Cell::new(None);
                 runtime.block_on(async {
                     let (control, recorder, writes) = (&*control, &recorder, &writes);
                     let (workload, oracle, freshness) =
-                        (workload.as_deref(), oracle.as_deref(), freshness.as_ref());
+                        (workload.as_deref(), oracle.as_deref(), freshness.as_deref());
                     let connections = futures::future::join_all((0..count).map(|c| {
                         let template = &templates[c % templates.len()];
                         let schedule = my_schedules.get(c).copied();
                         let index = (first + c) as u64;
                         async move {
                             match (workload, oracle, freshness) {
-                                (Some(w), Some(o), Some(f)) => {
+                                (Some(w), Some(o), Some(per_url)) => {
+                                    let f = &per_url[(first + c) % urls];
                                     let role = if w.separate_writes() {
                                         Role::Reads
                                     } else {
@@ -259,7 +268,9 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchResult> {
                     }));
                     let writers = futures::future::join_all(my_writers.iter().map(
                         |(k, schedule, template)| async move {
-                            if let (Some(w), Some(o), Some(f)) = (workload, oracle, freshness) {
+                            if let (Some(w), Some(o), Some(per_url)) = (workload, oracle, freshness)
+                            {
+                                let f = &per_url[*k as usize % urls];
                                 let mut traffic =
                                     WorkloadTraffic::new(w, o, template, Role::Writes, *k, f);
                                 client::open_loop(control, &mut traffic, timeout, *schedule, writes)
@@ -292,7 +303,9 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchResult> {
                 Ok(ThreadRecord {
                     recorder: recorder.into_inner(),
                     writes: writes.into_inner(),
-                    freshness: freshness.map(RefCell::into_inner),
+                    freshness: freshness.map(|f| FreshnessByUrl {
+                        urls: f.into_iter().map(RefCell::into_inner).collect(),
+                    }),
                     cpu: ThreadCpu {
                         window_start: window_start.get(),
                         end,
@@ -319,7 +332,7 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchResult> {
 
     let mut merged = Recorder::new(open_loop);
     let mut writes = Recorder::new(true);
-    let mut freshness: Option<FreshnessRecorder> = None;
+    let mut freshness: Option<FreshnessByUrl> = None;
     let mut thread_cpu = Vec::with_capacity(threads);
     let mut failure = None;
     for worker in workers {
@@ -405,7 +418,7 @@ struct ThreadRecord {
     recorder: Recorder,
     /// The writer connections' own record (open loop), if the thread had any.
     writes: Recorder,
-    freshness: Option<FreshnessRecorder>,
+    freshness: Option<FreshnessByUrl>,
     cpu: ThreadCpu,
 }
 

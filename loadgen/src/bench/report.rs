@@ -122,10 +122,10 @@ impl BenchReport {
             }
             _ => None,
         };
+        let urls: Vec<String> = plan.templates.iter().map(|t| t.url.clone()).collect();
         BenchReport {
             schema: SCHEMA.to_string(),
             url: plan.templates[0].url.clone(),
-            urls: plan.templates.iter().map(|t| t.url.clone()).collect(),
             method: plan.templates[0].method.to_string(),
             unique_literals: plan.templates[0].numbered.is_some(),
             mode: if plan.rate.is_some() {
@@ -150,9 +150,10 @@ impl BenchReport {
             open_loop,
             loadgen_cpu: result.cpu.clone(),
             workload: match (&plan.workload, &result.freshness) {
-                (Some(w), Some(f)) => Some(f.report(w, seconds)),
+                (Some(w), Some(f)) => Some(f.report(w, seconds, &urls)),
                 _ => None,
             },
+            urls,
             timeline: match (&r.timeline, plan.stop) {
                 (Some(t), StopRule::After(d)) => t.seconds(d.as_secs() as usize),
                 _ => Vec::new(),
@@ -335,6 +336,30 @@ fn workload_lines(out: &mut String, w: &WorkloadReport) {
             ms(d.p99),
             ms(d.max)
         );
+    }
+    if w.per_url.len() > 1 {
+        for u in &w.per_url {
+            let r = &u.report;
+            let _ = writeln!(
+                out,
+                "  {:<30} {:>9} req  {} reads checked, {} stale ({}){}",
+                u.url,
+                r.requests(),
+                r.reads_checked,
+                r.stale_reads,
+                r.stale_fraction
+                    .map_or("–".into(), |f| format!("{:.3}%", f * 100.0)),
+                if r.stale_reads > 0 {
+                    format!(
+                        "  age p99 {} max {}",
+                        ms(r.stale_age_ms.p99),
+                        ms(r.stale_age_ms.max)
+                    )
+                } else {
+                    String::new()
+                }
+            );
+        }
     }
     let _ = writeln!(out, "Wrong answers {}", w.wrong_answers);
     for e in &w.wrong_answer_examples {

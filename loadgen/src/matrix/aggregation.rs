@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use super::sampling::ProcessCpu;
-use super::summary::{ConfigSummary, Measurement, Medians, Spread, Summary};
+use super::summary::{
+    ConfigSummary, InstanceFigures, InstanceMedians, Measurement, Medians, Spread, Summary,
+};
 use crate::workload::WorkloadReport;
 
 /// The least share of the gateway's CPU a flamegraph should hold (issue 14).
@@ -66,6 +68,43 @@ fn per_process(
         .collect()
 }
 
+/// Each gateway instance's figures over the rounds, in start order (`gateway-1`, …):
+/// medians, and the largest stale age of any round.
+fn instance_medians(rounds: &[Measurement]) -> Vec<InstanceMedians> {
+    let n = rounds.iter().map(|m| m.instances.len()).max().unwrap_or(0);
+    (0..n)
+        .map(|i| {
+            let of = |figure: &dyn Fn(&InstanceFigures) -> Option<f64>| {
+                rounds
+                    .iter()
+                    .map(|m| m.instances.get(i).and_then(figure))
+                    .collect::<Vec<_>>()
+            };
+            let fresh = |figure: &dyn Fn(&super::summary::InstanceFreshness) -> Option<f64>| {
+                of(&|x| x.freshness.as_ref().and_then(figure))
+            };
+            InstanceMedians {
+                name: format!("gateway-{}", i + 1),
+                requests: median_of(of(&|x| x.requests).into_iter()),
+                cache_hit_ratio: median_of(of(&|x| x.cache_hit_ratio).into_iter()),
+                l1_hit_ratio: median_of(of(&|x| x.l1_hit_ratio).into_iter()),
+                redis_commands_per_request: median_of(
+                    of(&|x| x.redis_commands_per_request).into_iter(),
+                ),
+                responses: median_of(fresh(&|f| Some(f.responses as f64)).into_iter()),
+                reads_checked: median_of(fresh(&|f| Some(f.reads_checked as f64)).into_iter()),
+                stale_reads: median_of(fresh(&|f| Some(f.stale_reads as f64)).into_iter()),
+                stale_fraction: median_of(fresh(&|f| f.stale_fraction).into_iter()),
+                stale_age_p99_ms: median_of(fresh(&|f| f.stale_age_p99_ms).into_iter()),
+                stale_age_max_ms: fresh(&|f| f.stale_age_max_ms)
+                    .into_iter()
+                    .flatten()
+                    .reduce(f64::max),
+            }
+        })
+        .collect()
+}
+
 impl ConfigSummary {
     /// Summarise the rounds of one configuration (ratios must already be set).
     pub fn from_rounds(
@@ -79,6 +118,7 @@ impl ConfigSummary {
         let p99: Vec<f64> = rounds.iter().map(|m| m.p99_ms).collect();
         let ratios: Vec<f64> = rounds.iter().filter_map(|m| m.ratio).collect();
         let p99_ratios: Vec<f64> = rounds.iter().filter_map(|m| m.p99_ratio).collect();
+        let instances = instance_medians(&rounds);
         let median = Medians {
             requests_per_sec: median_of(rounds.iter().map(|m| Some(m.requests_per_sec)))
                 .unwrap_or(0.0),
@@ -122,22 +162,12 @@ impl ConfigSummary {
                 .map(|m| m.redis_keys_per_master.clone())
                 .unwrap_or_default(),
             storage_errors: median_of(rounds.iter().map(|m| m.storage_errors)),
-            instance_hit_ratios: {
-                let n = rounds.iter().map(|m| m.instances.len()).max().unwrap_or(0);
-                if n > 1 {
-                    (0..n)
-                        .map(|i| {
-                            median_of(
-                                rounds
-                                    .iter()
-                                    .map(|m| m.instances.get(i).and_then(|x| x.cache_hit_ratio)),
-                            )
-                        })
-                        .collect()
-                } else {
-                    Vec::new()
-                }
+            instance_hit_ratios: if instances.len() > 1 {
+                instances.iter().map(|x| x.cache_hit_ratio).collect()
+            } else {
+                Vec::new()
             },
+            instances,
             cache_skips: median_of(rounds.iter().map(|m| m.cache_skips)),
             cpu_us_per_request: per_process(&rounds, |p| p.us_per_request),
             cpu_cores: per_process(&rounds, |p| p.cores),

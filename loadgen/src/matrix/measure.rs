@@ -23,7 +23,7 @@ use super::scraping::{
     scrape_all, subgraph_requests, upstream_every_second, Scrape, WindowMetrics,
 };
 use super::settings::{Binaries, RunSettings, GATEWAY, POST_SERVICE, USER_SERVICE};
-use super::summary::{InstanceFigures, Measurement};
+use super::summary::{InstanceFigures, InstanceFreshness, Measurement};
 use crate::bench::engine::{self, BenchPlan, StopRule};
 use crate::bench::report::BenchReport;
 use crate::bench::request_template::{BodySource, RequestTemplate};
@@ -492,9 +492,28 @@ fn round_output(
                 sum("gateway_cache_dedupes_total"),
                 sum("gateway_cache_skips_total"),
             );
+            let requests = sum("gateway_requests_total");
+            // Layered storage: the hits its in-process L1 gave, over all cached calls.
+            let l1_hits =
+                metrics.of_labelled(name, "gateway_cache_layer_hits_total", "layer", "l1");
+            let calls: f64 = [hits, misses, dedupes, skips].iter().flatten().sum();
+            let freshness = report
+                .workload
+                .as_ref()
+                .and_then(|w| w.per_url.get(i))
+                .map(|u| &u.report)
+                .map(|u| InstanceFreshness {
+                    responses: u.requests(),
+                    reads_checked: u.reads_checked,
+                    stale_reads: u.stale_reads,
+                    stale_fraction: u.stale_fraction,
+                    stale_age_p99_ms: (u.stale_reads > 0).then_some(u.stale_age_ms.p99),
+                    stale_age_max_ms: (u.stale_reads > 0).then_some(u.stale_age_ms.max),
+                    wrong_answers: u.wrong_answers,
+                });
             InstanceFigures {
                 name: name.clone(),
-                requests: sum("gateway_requests_total"),
+                requests,
                 cache_hits: hits,
                 cache_misses: misses,
                 cache_dedupes: dedupes,
@@ -509,6 +528,12 @@ fn round_output(
                 rss_end_mib: mib(rss_tracks[i].last()),
                 profiled: i == 0 && profiled_in_window,
                 peak_rss_bytes: peak_rss[i],
+                redis_commands_per_request: match (sum("gateway_redis_commands_total"), requests) {
+                    (Some(c), Some(n)) if n > 0.0 => Some(c / n),
+                    _ => None,
+                },
+                l1_hit_ratio: l1_hits.filter(|_| calls > 0.0).map(|l1| l1 / calls),
+                freshness,
             }
         })
         .collect();

@@ -127,6 +127,24 @@ impl WindowMetrics {
         self.delta.get(service).and_then(|d| d.sum(metric))
     }
 
+    /// One service's counter, only its series with `label="value"`.
+    pub fn of_labelled(
+        &self,
+        service: &str,
+        metric: &str,
+        label: &str,
+        value: &str,
+    ) -> Option<f64> {
+        let delta = self.delta.get(service)?;
+        let mut series = delta
+            .samples
+            .iter()
+            .filter(|s| s.name == metric && s.labels.get(label).is_some_and(|v| v == value))
+            .peekable();
+        series.peek()?;
+        Some(series.map(|s| s.value).sum())
+    }
+
     /// Requests the subgraphs received (their own counters; the gateways' upstream
     /// counters when a subgraph has none).
     pub fn upstream_requests(&self) -> Option<f64> {

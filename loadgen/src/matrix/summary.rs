@@ -188,6 +188,51 @@ pub struct InstanceFigures {
     pub profiled: bool,
     /// VmHWM at the end of the window (profiler included on the first instance).
     pub peak_rss_bytes: Option<u64>,
+    /// Δ`gateway_redis_commands_total` of this instance / its own requests.
+    #[serde(default)]
+    pub redis_commands_per_request: Option<f64>,
+    /// Layered storage: the calls its in-process L1 answered
+    /// (Δ`gateway_cache_layer_hits_total{layer="l1"}`) over the same calls as
+    /// `cache_hit_ratio`; the rest of its hits came from Redis.
+    #[serde(default)]
+    pub l1_hit_ratio: Option<f64>,
+    /// With a workload: what loadgen saw of the answers this instance gave (its
+    /// connections, i % gateways = this one): responses, reads checked, stale reads.
+    #[serde(default)]
+    pub freshness: Option<InstanceFreshness>,
+}
+
+/// The freshness of the reads one gateway instance answered in one round.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstanceFreshness {
+    /// Responses loadgen received from this instance in the window.
+    pub responses: u64,
+    pub reads_checked: u64,
+    pub stale_reads: u64,
+    pub stale_fraction: Option<f64>,
+    /// Of its stale reads (none: `None`), in ms.
+    pub stale_age_p99_ms: Option<f64>,
+    pub stale_age_max_ms: Option<f64>,
+    pub wrong_answers: u64,
+}
+
+/// One gateway instance's figures over rounds (medians; the largest stale age).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstanceMedians {
+    /// `gateway-1`, `gateway-2`, … in start order.
+    pub name: String,
+    /// Δ`gateway_requests_total` of the instance.
+    pub requests: Option<f64>,
+    pub cache_hit_ratio: Option<f64>,
+    #[serde(default)]
+    pub l1_hit_ratio: Option<f64>,
+    pub redis_commands_per_request: Option<f64>,
+    pub responses: Option<f64>,
+    pub reads_checked: Option<f64>,
+    pub stale_reads: Option<f64>,
+    pub stale_fraction: Option<f64>,
+    pub stale_age_p99_ms: Option<f64>,
+    pub stale_age_max_ms: Option<f64>,
 }
 /// Median, minimum and maximum of a figure over rounds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -267,6 +312,9 @@ pub struct Medians {
     /// Per instance (several gateways), the median of its cache hit ratio.
     #[serde(default)]
     pub instance_hit_ratios: Vec<Option<f64>>,
+    /// Per instance, in start order: its own figures (the "per gateway" table).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instances: Vec<InstanceMedians>,
     #[serde(default)]
     pub cache_skips: Option<f64>,
     /// Per process (`gateway`, `user-service`, `post-service`, `loadgen`): µs of CPU per

@@ -161,11 +161,12 @@ fn walk<'v, 'a>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::time::Instant;
 
-    const WORKLOAD: &str = r#"
+    /// `me` for ten users, with their posts: also the recorder's tests' workload.
+    pub(crate) const WORKLOAD: &str = r#"
 [workload]
 [workload.keys]
 user = { distribution = "uniform", count = 10 }

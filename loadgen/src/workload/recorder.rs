@@ -1,9 +1,13 @@
 //! What a workload run records beside latency: per operation its requests, errors and
 //! latency, and the freshness of every checked read (fresh, stale with its age, wrong).
 //!
-//! Like [`crate::bench::recorder::Recorder`], one [`FreshnessRecorder`] per worker
-//! thread, touched only by that thread's connections and merged at the end; the merged
-//! record becomes a [`WorkloadReport`], the JSON object reports and summaries carry.
+//! Like [`crate::bench::recorder::Recorder`], each worker thread keeps its own records,
+//! touched only by that thread's connections and merged at the end: one
+//! [`FreshnessRecorder`] per target URL ([`FreshnessByUrl`]; connection i goes to URL
+//! i % n), so that a stale read is charged to the gateway that answered it. The URLs'
+//! records merged are the run's, which becomes a [`WorkloadReport`] (the JSON object
+//! reports and summaries carry), with each URL's figures in its `per_url`. The oracle
+//! stays one for the run: one truth, whichever gateway answers.
 
 use std::time::Duration;
 
@@ -134,15 +138,25 @@ impl FreshnessRecorder {
         self.writes_failed += other.writes_failed;
     }
 
-    /// The report of the merged record; `seconds` is the measured window.
+    /// stale reads / reads checked; `None` before any read was checked.
+    pub fn stale_fraction(&self) -> Option<f64> {
+        (self.reads_checked > 0).then(|| self.stale_reads as f64 / self.reads_checked as f64)
+    }
+
+    /// Responses in the window, all operations.
+    pub fn requests(&self) -> u64 {
+        self.operations.iter().map(|o| o.requests).sum()
+    }
+
+    /// The report of the merged record; `seconds` is the measured window. `per_url` is
+    /// left empty ([`FreshnessByUrl::report`] fills it).
     pub fn report(&self, workload: &Workload, seconds: f64) -> WorkloadReport {
-        let total: u64 = self.operations.iter().map(|o| o.requests).sum();
+        let total = self.requests();
         WorkloadReport {
             seed: workload.seed,
             reads_checked: self.reads_checked,
             stale_reads: self.stale_reads,
-            stale_fraction: (self.reads_checked > 0)
-                .then(|| self.stale_reads as f64 / self.reads_checked as f64),
+            stale_fraction: self.stale_fraction(),
             stale_age_ms: LatencySummary::from_histogram(&self.stale_age),
             out_of_date_ms: LatencySummary::from_histogram(&self.out_of_date),
             wrong_answers: self.wrong_answers,
@@ -150,6 +164,7 @@ impl FreshnessRecorder {
             writes_acked: self.writes_acked,
             writes_failed: self.writes_failed,
             write_rate: workload.write_rate,
+            per_url: Vec::new(),
             operations: workload
                 .operations
                 .iter()
@@ -177,6 +192,63 @@ impl FreshnessRecorder {
     }
 }
 
+/// One [`FreshnessRecorder`] per target URL, in `--url` order.
+#[derive(Debug, Clone)]
+pub struct FreshnessByUrl {
+    pub urls: Vec<FreshnessRecorder>,
+}
+
+impl FreshnessByUrl {
+    /// Empty records for `urls` URLs (at least one).
+    pub fn new(workload: &Workload, urls: usize) -> FreshnessByUrl {
+        FreshnessByUrl {
+            urls: (0..urls.max(1))
+                .map(|_| FreshnessRecorder::new(workload))
+                .collect(),
+        }
+    }
+
+    /// Add another thread's records, URL by URL.
+    pub fn merge(&mut self, other: &FreshnessByUrl) {
+        for (mine, theirs) in self.urls.iter_mut().zip(&other.urls) {
+            mine.merge(theirs);
+        }
+    }
+
+    /// The whole run's record: every URL's merged.
+    pub fn total(&self) -> FreshnessRecorder {
+        let mut all = self.urls[0].clone();
+        for other in &self.urls[1..] {
+            all.merge(other);
+        }
+        all
+    }
+
+    /// The run's report with each URL's own report in `per_url` (`urls` names them).
+    pub fn report(&self, workload: &Workload, seconds: f64, urls: &[String]) -> WorkloadReport {
+        let mut report = self.total().report(workload, seconds);
+        report.per_url = self
+            .urls
+            .iter()
+            .enumerate()
+            .map(|(i, r)| UrlReport {
+                url: urls.get(i).cloned().unwrap_or_default(),
+                report: r.report(workload, seconds),
+            })
+            .collect();
+        report
+    }
+}
+
+/// What the answers one URL gave looked like (`workload.per_url[i]`): its URL and the
+/// same figures as the run's, of those answers alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UrlReport {
+    pub url: String,
+    #[serde(flatten)]
+    pub report: WorkloadReport,
+}
+
 /// A workload's figures over the measured window (`workload` in the bench's JSON).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadReport {
@@ -200,6 +272,16 @@ pub struct WorkloadReport {
     /// Open-loop writes per second, when writes had their own connections.
     pub write_rate: Option<f64>,
     pub operations: Vec<OperationReport>,
+    /// The same figures per target URL, in `--url` order (connection i went to URL i % n).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_url: Vec<UrlReport>,
+}
+
+impl WorkloadReport {
+    /// Responses in the window, all operations.
+    pub fn requests(&self) -> u64 {
+        self.operations.iter().map(|o| o.requests).sum()
+    }
 }
 
 /// One operation of the mix in the window.
@@ -219,4 +301,62 @@ pub struct OperationReport {
     pub stale_reads: u64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::check::tests::WORKLOAD;
+
+    #[test]
+    fn per_url_records_merge_by_url_and_sum_to_the_run() {
+        let w = Workload::from_toml(WORKLOAD).unwrap().unwrap();
+        let ms = |n: u64| Duration::from_millis(n);
+        // Two threads, each with connections on both URLs.
+        let mut a = FreshnessByUrl::new(&w, 2);
+        let mut b = FreshnessByUrl::new(&w, 2);
+        for _ in 0..3 {
+            a.urls[0].request(0, Outcome::Ok, ms(1));
+            a.urls[0].fresh(true);
+        }
+        a.urls[1].request(0, Outcome::Ok, ms(2));
+        a.urls[1].stale(0, true, 40_000_000, 50_000_000);
+        b.urls[1].request(0, Outcome::Ok, ms(2));
+        b.urls[1].fresh(true);
+        b.urls[1].stale(0, true, 900_000_000, 1_000_000_000);
+        // Outside the window: not counted.
+        b.urls[0].fresh(false);
+        b.urls[0].writes_acked += 2;
+        a.merge(&b);
+
+        let urls = ["http://a/graphql".to_string(), "http://b/graphql".into()];
+        let report = a.report(&w, 1.0, &urls);
+        let [first, second] = &report.per_url[..] else {
+            panic!("two URLs: {:?}", report.per_url)
+        };
+        assert_eq!(first.url, urls[0]);
+        let (first, second) = (&first.report, &second.report);
+        assert_eq!(
+            (
+                first.requests(),
+                first.reads_checked,
+                first.stale_reads,
+                first.writes_acked
+            ),
+            (3, 3, 0, 2)
+        );
+        assert_eq!(first.stale_fraction, Some(0.0));
+        assert_eq!(
+            (second.requests(), second.reads_checked, second.stale_reads),
+            (2, 3, 2)
+        );
+        assert!((second.stale_age_ms.max - 900.0).abs() < 1.0, "{second:?}");
+        assert!((second.stale_age_ms.min - 40.0).abs() < 0.1, "{second:?}");
+        // The run's figures are the URLs' merged.
+        assert_eq!(report.reads_checked, 6);
+        assert_eq!(report.stale_reads, 2);
+        assert_eq!(report.operations[0].requests, 5);
+        assert_eq!(report.writes_acked, 2);
+        assert_eq!(report.stale_age_ms, second.stale_age_ms);
+    }
 }

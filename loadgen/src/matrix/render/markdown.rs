@@ -236,6 +236,9 @@ impl Summary {
         if let Some(table) = super::round_trips::table(self) {
             out.push_str(&table);
         }
+        if let Some(table) = super::per_gateway::table(self) {
+            out.push_str(&table);
+        }
         self.error_places_table(&mut out);
         if let Some(table) = super::overload::table(self) {
             out.push_str(&table);

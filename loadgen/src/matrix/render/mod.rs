@@ -2,10 +2,12 @@
 //! and p99 ([`chart`]), for workloads the trade-off of throughput against stale reads
 //! ([`tradeoff`]), for open-loop sweeps the overload curve ([`overload`]), the
 //! window second by second ([`timeline`]), and for configurations with a Redis its
-//! round trips per request beside the network's RTT ([`round_trips`]).
+//! round trips per request beside the network's RTT ([`round_trips`]), and for
+//! several gateways each node's own figures ([`per_gateway`]).
 pub mod chart;
 pub mod markdown;
 pub mod overload;
+pub mod per_gateway;
 pub mod round_trips;
 pub mod timeline;
 pub mod tradeoff;
