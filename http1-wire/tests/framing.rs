@@ -122,34 +122,33 @@ async fn a_body_until_close_and_a_head_answer() {
     assert_eq!((&a.body[..], a.reusable), (&b"until the end"[..], false));
 }
 
+/// One exchange with a fresh server that answers `answer` (then closes when
+/// `close_after`), before `deadline`.
+async fn once(
+    answer: Option<&'static [u8]>,
+    close_after: bool,
+    deadline: Instant,
+) -> Result<http1_wire::Answer, ExchangeError> {
+    let addr = serve(answer.into_iter().collect(), close_after).await;
+    let mut c = Connection::open(addr).await.unwrap();
+    c.exchange(&REQUEST, deadline, RULES, |_, _| {}).await
+}
+
 #[tokio::test]
 async fn errors_say_what_went_wrong() {
     // Too large, by length and by chunks.
-    let addr = serve(
-        vec![b"HTTP/1.1 200 OK\r\ncontent-length: 5000\r\n\r\n"],
-        false,
-    )
-    .await;
-    let mut c = Connection::open(addr).await.unwrap();
-    let e = c.exchange(&REQUEST, soon(), RULES, |_, _| {}).await;
-    assert!(matches!(e, Err(ExchangeError::TooLarge)), "{e:?}");
-    let addr = serve(
-        vec![b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nfffff\r\n"],
-        false,
-    )
-    .await;
-    let mut c = Connection::open(addr).await.unwrap();
-    let e = c.exchange(&REQUEST, soon(), RULES, |_, _| {}).await;
-    assert!(matches!(e, Err(ExchangeError::TooLarge)), "{e:?}");
+    for answer in [
+        &b"HTTP/1.1 200 OK\r\ncontent-length: 5000\r\n\r\n"[..],
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nfffff\r\n",
+    ] {
+        let e = once(Some(answer), false, soon()).await;
+        assert!(matches!(e, Err(ExchangeError::TooLarge)), "{e:?}");
+    }
     // Not HTTP.
-    let addr = serve(vec![b"SSH-2.0-nope\r\n\r\n"], false).await;
-    let mut c = Connection::open(addr).await.unwrap();
-    let e = c.exchange(&REQUEST, soon(), RULES, |_, _| {}).await;
+    let e = once(Some(b"SSH-2.0-nope\r\n\r\n"), false, soon()).await;
     assert!(matches!(e, Err(ExchangeError::Protocol(_))), "{e:?}");
     // Closed before any answer: not answered, so the caller may send it again.
-    let addr = serve(vec![], true).await;
-    let mut c = Connection::open(addr).await.unwrap();
-    let e = c.exchange(&REQUEST, soon(), RULES, |_, _| {}).await;
+    let e = once(None, true, soon()).await;
     assert!(
         matches!(
             e,
@@ -161,33 +160,17 @@ async fn errors_say_what_went_wrong() {
         "{e:?}"
     );
     // Closed mid-answer.
-    let addr = serve(
-        vec![b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\nhal"],
-        true,
-    )
-    .await;
-    let mut c = Connection::open(addr).await.unwrap();
-    let e = c.exchange(&REQUEST, soon(), RULES, |_, _| {}).await;
+    let cut = b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\nhal";
+    let e = once(Some(cut), true, soon()).await;
     assert!(
         matches!(e, Err(ExchangeError::Io { answered: true, .. })),
         "{e:?}"
     );
     // No answer before the deadline.
-    let addr = serve(vec![], false).await;
-    let mut c = Connection::open(addr).await.unwrap();
-    let deadline = Instant::now() + Duration::from_millis(50);
-    let e = c.exchange(&REQUEST, deadline, RULES, |_, _| {}).await;
+    let e = once(None, false, Instant::now() + Duration::from_millis(50)).await;
     assert!(matches!(e, Err(ExchangeError::Timeout)), "{e:?}");
     // Bytes after the body: the answer stands, the connection is not reused.
-    let addr = serve(
-        vec![b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokEXTRA"],
-        false,
-    )
-    .await;
-    let mut c = Connection::open(addr).await.unwrap();
-    let a = c
-        .exchange(&REQUEST, soon(), RULES, |_, _| {})
-        .await
-        .unwrap();
+    let extra = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokEXTRA";
+    let a = once(Some(extra), false, soon()).await.unwrap();
     assert_eq!((&a.body[..], a.reusable), (&b"ok"[..], false));
 }
