@@ -31,7 +31,6 @@ mod answer;
 
 use std::future::Future;
 use std::io::IoSlice;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::Poll;
 use std::time::Duration;
@@ -91,11 +90,6 @@ impl Connection {
             timer: Box::pin(tokio::time::sleep(Duration::ZERO)),
             idle_since: Instant::now(),
         })
-    }
-
-    /// The peer's address.
-    pub fn peer_addr(&self) -> std::io::Result<SocketAddr> {
-        self.stream.peer_addr()
     }
 
     /// Note that the connection starts waiting for its next exchange now.

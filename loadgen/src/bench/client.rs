@@ -206,7 +206,8 @@ impl Connection {
         let Some(connection) = self.open.as_mut() else {
             return Err(Outcome::Transport);
         };
-        let deadline = tokio::time::Instant::from_std(sent) + timeout;
+        let sent = tokio::time::Instant::from_std(sent);
+        let deadline = sent + timeout;
         let rules = AnswerRules {
             max_body: MAX_BODY,
             head_request: request.head_request,
@@ -221,7 +222,7 @@ impl Connection {
                     // Counted from the send, which saves a clock read: a connection
                     // whose answers take over CHECK_IDLE_AFTER is checked before each
                     // reuse, one non-blocking read for a request that slow.
-                    connection.set_idle(deadline - timeout);
+                    connection.set_idle(sent);
                 } else {
                     self.close();
                 }
