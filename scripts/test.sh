@@ -4,7 +4,8 @@
 # Runs, in order: cargo fmt --check, cargo clippy (warnings denied), cargo doc (warnings
 # denied), then the build and every test (fuzz.rs runs its bounded cases; scripts/fuzz.sh
 # runs long campaigns).
-# Environment: CI=true (set by .ci/run) only makes the output plainer.
+# Environment: CI=true (set by .ci/run) makes the output plainer and turns off incremental
+# compilation: a clean clone builds once, and its incremental cache would only take disk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +23,12 @@ need_apt cc gcc
 need_apt redis-server redis-server
 
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+if [ "${CI:-}" = true ]; then
+  export CARGO_INCREMENTAL=0
+  # A debug build of every target takes a few GB; say how much room there is, since a full
+  # disk shows up later as a linker crash (ld: Bus error) rather than as "no space".
+  df -h . >&2 || true
+fi
 # Formatting, lints and docs first: cheap, and a failure says what to fix.
 if command -v rustup >/dev/null; then
   for component in rustfmt clippy; do
