@@ -7,12 +7,17 @@
 # /proc/<pid>/stat over the measured window, after a separate 2 s warm-up run, divided
 # by the requests answered), which the shared cores disturb less than req/s.
 #   scripts/compare-mercurius.sh [ROUNDS] [SECONDS]      (defaults 3 and 10)
+# The lab's gateway runs with one worker thread (`--worker-threads 1`, as the seed
+# experiment does, and as Node runs the Mercurius gateway's JavaScript on one thread);
+# GATEWAY_ARGS replaces those arguments (GATEWAY_ARGS= for tokio's default pool).
 # Needs node and npm (the peer's setup runs `npm ci`); the Node stack uses ports 3000-3002.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/record.sh
 record_output mercurius   # everything printed is also kept in results/<stamp>-mercurius/summary.txt
 rounds=${1:-3}; secs=${2:-10}
+read -r -a gateway_args <<< "${GATEWAY_ARGS---worker-threads 1}"
+echo "lab gateway arguments: ${gateway_args[*]:-(none)}"
 shared=${SHARED_DIR:-$(cd .. && pwd)/shared}
 peer=${PEER_DIR:-/tmp/mercurius-peer}
 command -v node >/dev/null || { echo "compare-mercurius.sh: node is missing (apt-get install -y nodejs npm)" >&2; exit 1; }
@@ -49,7 +54,7 @@ ours() { # config gateway-args...
   "$bin/user-service" --listen 127.0.0.1:$up 2>/dev/null & pids+=($!)
   "$bin/post-service" --listen 127.0.0.1:$pp 2>/dev/null & pids+=($!)
   "$bin/gateway" --listen 127.0.0.1:$gp --subgraph user=http://127.0.0.1:$up/graphql \
-    --subgraph post=http://127.0.0.1:$pp/graphql "$@" 2>/dev/null & pids+=($!)
+    --subgraph post=http://127.0.0.1:$pp/graphql "${gateway_args[@]}" "$@" 2>/dev/null & pids+=($!)
   local gateway=$!
   wait_up "http://127.0.0.1:$gp/graphql"
   bench lab "$cfg" "http://127.0.0.1:$gp/graphql" $gateway; stop

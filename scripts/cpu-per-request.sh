@@ -12,10 +12,13 @@
 #   scripts/cpu-per-request.sh [ROUNDS] [SECONDS]     (defaults 3 and 10)
 #   BIN=DIR scripts/cpu-per-request.sh                (measure binaries built elsewhere,
 #                                                      e.g. an older commit's; no build)
-#   GATEWAYS="a=PATH b=PATH" scripts/cpu-per-request.sh
-#                                                     (several gateway builds side by side,
-#                                                      e.g. allocators; each round measures
-#                                                      every one of them)
+#   GATEWAYS="a=PATH b=PATH,--flag,value" scripts/cpu-per-request.sh
+#                                                     (several gateway builds or flag sets side
+#                                                      by side, e.g. allocators: each round
+#                                                      measures every one of them; commas
+#                                                      separate a variant's extra arguments)
+# By default it measures the gateway twice: with one worker thread (`--worker-threads 1`,
+# the lab's setting on two cores) and with tokio's default of one per core.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/record.sh
@@ -41,11 +44,13 @@ load() { # url duration [json-out]
   "$bin/loadgen" bench --url "$1" --body-file "$work/seed.json" -H 'content-type: application/json' \
     --connections 100 --threads 1 --duration "$2" --json --no-progress > "${3:-/dev/null}"
 }
-up=$(port); pp=$(port); tp=$(port)
+up=$(port); pp=$(port); tp=$(port); tp1=$(port)
 "$bin/user-service" --listen 127.0.0.1:$up >/dev/null 2>&1 & user=$!; pids+=($user)
 "$bin/post-service" --listen 127.0.0.1:$pp >/dev/null 2>&1 & post=$!; pids+=($post)
 "$bin/loadgen" target --listen 127.0.0.1:$tp --threads 2 >/dev/null 2>&1 & target=$!; pids+=($target)
-wait_up "http://127.0.0.1:$up/health"; wait_up "http://127.0.0.1:$pp/health"; wait_up "http://127.0.0.1:$tp/"
+# The same server on one thread: S for a server set up as the one-thread gateway is.
+"$bin/loadgen" target --listen 127.0.0.1:$tp1 --threads 1 >/dev/null 2>&1 & target1=$!; pids+=($target1)
+wait_up "http://127.0.0.1:$up/health"; wait_up "http://127.0.0.1:$pp/health"; wait_up "http://127.0.0.1:$tp/"; wait_up "http://127.0.0.1:$tp1/"
 # measure NAME PID URL: warm up, then load for the window; one row of figures.
 measure() {
   local name=$1 pid=$2 url=$3
@@ -66,20 +71,22 @@ print(sys.argv[1], sys.argv[2], round(r["requests_per_sec"]), sum(r["errors"].va
       round(server, 2), round(subgraphs, 2), round(client, 2))
 PY
 }
-gateway() { # NAME BINARY gateway-args...: a fresh gateway for one measurement
-  local name=$1 binary=$2; shift 2
+gateway() { # NAME BINARY[,ARG...] gateway-args...: a fresh gateway for one measurement
+  local name=$1 variant_args; shift
+  IFS=, read -r -a variant_args <<< "$1"; shift
   local gp; gp=$(port)
-  "$binary" --listen 127.0.0.1:$gp --subgraph user=http://127.0.0.1:$up/graphql \
+  "${variant_args[@]}" --listen 127.0.0.1:$gp --subgraph user=http://127.0.0.1:$up/graphql \
     --subgraph post=http://127.0.0.1:$pp/graphql "$@" >/dev/null 2>&1 & local g=$!
   wait_up "http://127.0.0.1:$gp/health"
   measure "$name" $g "http://127.0.0.1:$gp/graphql"
   stop_pid $g
 }
-variants=${GATEWAYS:-gateway=$bin/gateway}
+variants=${GATEWAYS:-one-thread=$bin/gateway,--worker-threads,1 default=$bin/gateway}
 echo "gateways: $variants"
 echo "round what req/s errors server_cpu_us_per_request subgraph_cpu_us_per_request loadgen_cpu_us_per_request"
 for round in $(seq "$rounds"); do
   measure target $target "http://127.0.0.1:$tp/"
+  measure target-1-thread $target1 "http://127.0.0.1:$tp1/"
   for variant in $variants; do
     name=${variant%%=*}; binary=${variant#*=}
     gateway "$name:no-cache" "$binary"
@@ -98,6 +105,9 @@ targets = {"ttl-10": 2.0, "ttl-0": 2.5, "no-cache": 8.0}
 print()
 print(f"S, the server side of one bare exchange (loadgen target): {st.median(s.values()):.2f} us (median of {len(rounds)} rounds: "
       + ", ".join(f"{v:.2f}" for v in s.values()) + ")")
+s1 = [float(by[(k, "target-1-thread")][4]) for k in rounds]
+print(f"The same server on one thread: {st.median(s1):.2f} us (median; " + ", ".join(f"{v:.2f}" for v in s1)
+      + "). Ratios below are against S, the two-thread figure.")
 print()
 print("| gateway | configuration | req/s | gateway CPU per request | / S (median, min-max of rounds) | target | subgraphs CPU per request | loadgen CPU per request | errors |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|")

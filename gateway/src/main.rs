@@ -31,6 +31,11 @@ struct Cli {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:3000")]
     listen: SocketAddr,
+    /// Threads that run requests: 1 runs the whole gateway on one thread (tokio's
+    /// current-thread runtime); more, a work-stealing pool. Default: one per core.
+    /// README "Worker threads" measures both on the lab's two cores.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    worker_threads: Option<u16>,
     /// A subgraph as NAME=URL (repeat for each subgraph).
     #[arg(long = "subgraph", value_name = "NAME=URL", required = true, value_parser = parse_subgraph)]
     subgraphs: Vec<Subgraph>,
@@ -367,8 +372,7 @@ impl Cli {
     }
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -377,11 +381,35 @@ async fn main() {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    let runtime = match cli.worker_threads {
+        Some(1) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        Some(n) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(usize::from(n))
+            .enable_all()
+            .build(),
+        None => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+    };
+    let runtime = match runtime {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("gateway: cannot start the runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    std::process::exit(runtime.block_on(main_in_runtime(cli)));
+}
+
+/// Everything `main` does once the runtime runs: the exit code.
+async fn main_in_runtime(cli: Cli) -> i32 {
     match &cli.command {
-        Some(Command::RedisGc(args)) => std::process::exit(redis_gc(args).await),
+        Some(Command::RedisGc(args)) => return redis_gc(args).await,
         Some(Command::Strategies) => {
             print!("{}", cache_core::strategies::catalogue());
-            return;
+            return 0;
         }
         None => {}
     }
@@ -389,13 +417,14 @@ async fn main() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("gateway: {e}");
-            std::process::exit(2);
+            return 2;
         }
     };
     if let Err(e) = run(&cli, config).await {
         eprintln!("gateway: {e:#}");
-        std::process::exit(1);
+        return 1;
     }
+    0
 }
 
 async fn run(cli: &Cli, config: GatewayConfig) -> anyhow::Result<()> {

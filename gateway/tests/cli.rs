@@ -84,4 +84,28 @@ fn bad_limits_are_refused_by_name() {
     refused(&["--breaker-probes", "many"], "--breaker-probes many");
     refused(&["--drain-timeout", "forever"], "--drain-timeout");
     refused(&["--max-connections", "lots"], "--max-connections");
+    refused(&["--worker-threads", "0"], "--worker-threads");
+}
+
+#[tokio::test]
+async fn every_worker_thread_count_gives_the_same_answers_and_drains() {
+    let (user, post) = (
+        Server::start(user_router()).await,
+        Server::start(post_router()).await,
+    );
+    let seed = "query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }";
+    let mut answers = Vec::new();
+    for threads in [None, Some("1"), Some("3")] {
+        let mut args = vec!["--ttl", "0"];
+        args.extend(threads.iter().flat_map(|n| ["--worker-threads", n]));
+        let mut gateway = GatewayProcess::start(&user, &post, &args).await;
+        // Identical queries at once, so that they join each other's fetches (on one
+        // thread, too).
+        let replies = futures::future::join_all((0..20).map(|_| gateway.query(seed))).await;
+        assert!(replies.iter().all(|r| *r == replies[0]), "{threads:?}");
+        answers.push(replies[0].clone());
+        assert_eq!(gateway.terminate().await.code(), Some(0), "{threads:?}");
+    }
+    assert_eq!(answers[0]["data"]["me"]["topPosts"][1]["pid"], "p3");
+    assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
 }
