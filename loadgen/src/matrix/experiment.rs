@@ -1239,6 +1239,26 @@ gateway = ["--storage", "redis", "--redis-cluster", "{{redis-cluster}}"]
     }
 
     #[test]
+    fn every_experiment_file_of_the_repository_loads() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments");
+        let mut loaded = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                if let Err(e) = Experiment::load(&path) {
+                    panic!("{}: {e:#}", path.display());
+                }
+                loaded += 1;
+            }
+        }
+        assert!(
+            loaded >= 10,
+            "only {loaded} experiment files in {}",
+            dir.display()
+        );
+    }
+
+    #[test]
     fn the_seed_experiment_is_valid() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/seed.toml");
         let e = Experiment::load(&path).unwrap();
@@ -1246,7 +1266,15 @@ gateway = ["--storage", "redis", "--redis-cluster", "{{redis-cluster}}"]
         assert_eq!(names, ["no-cache", "ttl-0", "ttl-1", "ttl-10"]);
         assert_eq!(e.baseline, "no-cache");
         assert!(e.configs.iter().all(|c| c.load.connections == 100));
-        assert_eq!(e.configs[2].gateway_args, ["--ttl", "1"]);
+        // Every configuration runs the gateway on one worker thread (README "Worker threads").
+        assert_eq!(
+            e.configs[2].gateway_args,
+            ["--worker-threads", "1", "--ttl", "1"]
+        );
+        assert!(e
+            .configs
+            .iter()
+            .all(|c| c.gateway_args[..2] == ["--worker-threads", "1"]));
         assert_eq!(
             e.query.as_ref().unwrap().expected,
             serde_json::json!({"data":{"me":{"id":"u1","name":"John","nickname":"John","topPosts":[{"pid":"p1","author":{"id":"u1"}},{"pid":"p3","author":{"id":"u1"}}]},"topPosts":[{"pid":"p1"},{"pid":"p2"}]}})
