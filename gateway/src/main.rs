@@ -385,13 +385,13 @@ fn main() {
         Some(1) => tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build(),
-        Some(n) => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(usize::from(n))
-            .enable_all()
-            .build(),
-        None => tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build(),
+        threads => {
+            let mut pool = tokio::runtime::Builder::new_multi_thread();
+            if let Some(n) = threads {
+                pool.worker_threads(usize::from(n));
+            }
+            pool.enable_all().build()
+        }
     };
     let runtime = match runtime {
         Ok(r) => r,
