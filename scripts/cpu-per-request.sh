@@ -88,10 +88,10 @@ for round in $(seq "$rounds"); do
   measure target $target "http://127.0.0.1:$tp/"
   measure target-1-thread $target1 "http://127.0.0.1:$tp1/"
   for variant in $variants; do
-    name=${variant%%=*}; binary=${variant#*=}
-    gateway "$name:no-cache" "$binary"
-    gateway "$name:ttl-0" "$binary" --ttl 0
-    gateway "$name:ttl-10" "$binary" --ttl 10
+    name=${variant%%=*}; command=${variant#*=}
+    gateway "$name:no-cache" "$command"
+    gateway "$name:ttl-0" "$command" --ttl 0
+    gateway "$name:ttl-10" "$command" --ttl 10
   done
 done
 python3 - "$work/rows" "$variants" <<'PY'
