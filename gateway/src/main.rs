@@ -14,7 +14,7 @@ use gateway::supergraph::Subgraph;
 use gateway::upstream::{SubgraphLimits, UpstreamArgs};
 use gateway::validation::DocumentLimits;
 
-/// The `mimalloc` build's allocator (README "Allocator and hashing").
+/// The `mimalloc` build's allocator (docs/cpu-and-peers.md, "Allocator and hashing").
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -33,7 +33,7 @@ struct Cli {
     listen: SocketAddr,
     /// Threads that run requests: 1 runs the whole gateway on one thread (tokio's
     /// current-thread runtime); more, a work-stealing pool. Default: one per core.
-    /// README "Worker threads" measures both on the lab's two cores.
+    /// docs/cpu-and-peers.md ("Worker threads") measures both on the lab's two cores.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     worker_threads: Option<u16>,
     /// A subgraph as NAME=URL (repeat for each subgraph).

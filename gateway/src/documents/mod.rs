@@ -6,7 +6,7 @@
 //!
 //! **Why xxh3 and not SHA-256** (Apollo's choice): `benches/document_key.rs` measures
 //! both on the lab's 1-, 100- and 1000-field documents, and xxh3 is many times faster
-//! (figures in the README). A cryptographic hash would buy resistance to crafted
+//! (figures in docs/documents.md). A cryptographic hash would buy resistance to crafted
 //! collisions, but the cache does not rely on the hash for correctness: each entry
 //! keeps the document's text, and a hit is a hit only when the texts are equal. A
 //! collision, crafted or not, costs one parse, never a wrong document. The text is
