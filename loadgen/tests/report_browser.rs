@@ -166,6 +166,16 @@ fn assert_no_label_overlaps(page: &Path, scratch: &Path, at_least: usize) {
     );
 }
 
+/// Run a loadgen command; fail the test with its stderr when it fails.
+fn run_loadgen(command: &mut Command) {
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{command:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 #[test]
 fn a_quick_runs_page_opens_in_chromium_with_its_tables_charts_and_links() {
     let bin_dir = require_services();
@@ -270,15 +280,10 @@ fn a_quick_runs_page_opens_in_chromium_with_its_tables_charts_and_links() {
     for file in ["summary.json", "manifest.json", "summary.md"] {
         std::fs::copy(committed.join(file), copy.join(file)).unwrap();
     }
-    let output = Command::new(loadgen())
-        .args(["report", "--charts"])
-        .arg(&copy)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    run_loadgen(
+        Command::new(loadgen())
+            .args(["report", "--charts"])
+            .arg(&copy),
     );
     let page = copy.join("index.html");
     let dom = dump_dom(&page, &dir);
@@ -293,18 +298,13 @@ fn a_quick_runs_page_opens_in_chromium_with_its_tables_charts_and_links() {
 
     // Two runs side by side.
     let compare = dir.join("compare.html");
-    let output = Command::new(loadgen())
-        .arg("compare")
-        .arg(&copy)
-        .arg(&run)
-        .arg("--html")
-        .arg(&compare)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    run_loadgen(
+        Command::new(loadgen())
+            .arg("compare")
+            .arg(&copy)
+            .arg(&run)
+            .arg("--html")
+            .arg(&compare),
     );
     let dom = dump_dom(&compare, &dir);
     assert!(

@@ -308,10 +308,14 @@ pub fn write_index(results: &Path) -> anyhow::Result<PathBuf> {
     for (name, dir) in run_folders(results) {
         let all = names(&dir);
         if is_matrix_run(&dir) {
-            entries.push(
-                matrix_entry(&name, &dir, &all)
-                    .with_context(|| format!("indexing {}", dir.display()))?,
-            );
+            // A folder that does not read is listed with why, not left out, and does not
+            // keep the other runs from their index.
+            entries.push(matrix_entry(&name, &dir, &all).unwrap_or_else(|e| {
+                let mut entry = incomplete_entry(&name, &dir, &all);
+                entry.headline = Some(format!("{e:#}"));
+                entry.flags = vec![(disturbance::Severity::Error, "unreadable".into())];
+                entry
+            }));
         } else if all.iter().any(|n| n == "manifest.json") {
             entries.push(incomplete_entry(&name, &dir, &all));
         } else if let Some(e) = script_entry(&name, &dir, &all) {
@@ -443,6 +447,13 @@ mod tests {
         )
         .unwrap();
         std::fs::create_dir_all(base.join("empty")).unwrap();
+        let broken = base.join("20261201-050000");
+        std::fs::create_dir_all(&broken).unwrap();
+        std::fs::write(
+            broken.join("summary.json"),
+            r#"{"schema": "loadgen.summary/1"}"#,
+        )
+        .unwrap();
         std::os::unix::fs::symlink("20261201-060000", base.join("latest")).unwrap();
         let path = write_index(&base).unwrap();
         let html = std::fs::read_to_string(path).unwrap();
@@ -470,6 +481,11 @@ mod tests {
         assert!(html.contains("stopped by SIGTERM in round 1"), "{html}");
         assert!(
             !html.contains(">latest<") && !html.contains(">empty<"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<span class=\"badge error\">unreadable</span>")
+                && html.contains("is not a loadgen summary"),
             "{html}"
         );
         // Newest first.

@@ -112,9 +112,13 @@ fn warnings(run: &RunFiles) -> String {
                         format!("<strong>{}</strong>: {}", escape(name), escape(detail))
                     })
                     .collect();
+                let severity = match d.severity {
+                    Severity::Error => "error",
+                    Severity::Warning => "warning",
+                };
                 format!(
                     "{} {}<ul><li>{}</li></ul>",
-                    badge(class, d.short),
+                    badge(severity, d.short),
                     escape(&d.what),
                     configs.join("</li><li>")
                 )
@@ -150,6 +154,7 @@ fn warnings(run: &RunFiles) -> String {
     out
 }
 
+/// Each chart inline in a figure, captioned and linked to its file.
 fn charts(run: &RunFiles) -> String {
     let mut out = String::new();
     for (file, svg) in &run.charts {
