@@ -1,7 +1,7 @@
-//! The HTTP harness both subgraphs share.
+//! The HTTP harness every subgraph shares (the first graph's two, the commerce graph's four).
 //!
 //! A subgraph crate owns its schema and data; this crate owns everything around it that
-//! the lab needs to be identical on both sides, one role per module:
+//! the lab needs to be identical on every side, one role per module:
 //!
 //! - [`cli`]: the command line (`--listen`, delays, faults, the document cache,
 //!   `--drain-timeout`, `--cache-control`) and its value parsers;
