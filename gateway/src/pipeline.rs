@@ -30,16 +30,19 @@ use axum::response::{IntoResponse, Response};
 use crate::documents::{
     admit, check_variables, CachedDocument, DocumentCache, DocumentKey, KeptPlan, Refusal,
 };
-use crate::execute::{Executor, RequestInput};
+use crate::execute::Executor;
 use crate::metrics::Metrics;
-use crate::plan::{compile, Conditions, DocumentView, Plan};
-use crate::request::{text_nesting, GraphqlRequest, MediaType, Rejection, RequestLimits};
+use crate::plan::{Conditions, DocumentView, Plan, Planner};
+use crate::request::{
+    text_nesting, GraphqlRequest, MediaType, Rejection, RequestInput, RequestLimits,
+};
 use crate::supergraph::Supergraph;
 use crate::validation::{DocumentLimits, Validator};
 
 /// Everything the request path needs.
 pub struct App {
     pub supergraph: Arc<Supergraph>,
+    pub planner: Arc<Planner>,
     pub validator: Arc<Validator>,
     pub executor: Executor,
     pub metrics: Arc<Metrics>,
@@ -273,7 +276,7 @@ pub async fn handle(
     };
     // 5. The response.
     let mut body = Vec::with_capacity(512);
-    let failed = crate::response::write(&mut body, &plan, &outcome, &input);
+    let failed = crate::response::write(&mut body, &plan, &outcome, &input, &app.supergraph);
     app.metrics.request(started.elapsed(), failed);
     respond(StatusCode::OK, body, media)
 }
@@ -309,8 +312,11 @@ fn plan_for(
             return Ok(plan.clone());
         }
     }
-    let plan =
-        Arc::new(compile(&app.supergraph, &entry.doc, op, variables).map_err(|e| e.to_string())?);
+    let plan = Arc::new(
+        app.planner
+            .compile(&entry.text, &entry.doc, op, operation_name, variables)
+            .map_err(|e| e.to_string())?,
+    );
     if bits.is_none() && fresh {
         // More condition variables than plans are kept for: the document is kept,
         // its plans are compiled per request.

@@ -311,3 +311,48 @@ mod tests {
         assert_eq!(r.query, r#"{ getPost(pid: "p1") { pid } }"#);
     }
 }
+
+/// What one request brings to execution: the caller's credentials and headers,
+/// and its variables.
+pub struct RequestInput {
+    /// The client's `authorization`, forwarded to the subgraphs.
+    pub authorization: Option<axum::http::HeaderValue>,
+    /// The client's headers (cache policies may key by them).
+    pub headers: HeaderMap,
+    /// The client's variables as sent (defaults are in the subgraph requests'
+    /// declarations).
+    pub variables: serde_json::Map<String, serde_json::Value>,
+    /// The same, with the operation's defaults, as async-graphql reads them
+    /// (introspection, `@skip`/`@include`).
+    pub graphql_variables: async_graphql::Variables,
+}
+
+impl RequestInput {
+    pub fn variable(&self, name: &str) -> Option<&serde_json::Value> {
+        self.variables.get(name)
+    }
+
+    /// An argument as written, with its variables' values (null when not sent).
+    pub fn resolve(&self, value: &async_graphql_value::Value) -> serde_json::Value {
+        let constant = value.clone().into_const_with(|name| {
+            Ok::<_, std::convert::Infallible>(
+                self.variables
+                    .get(name.as_str())
+                    .and_then(|v| async_graphql_value::ConstValue::from_json(v.clone()).ok())
+                    .unwrap_or(async_graphql_value::ConstValue::Null),
+            )
+        });
+        constant
+            .ok()
+            .and_then(|c| c.into_json().ok())
+            .unwrap_or(serde_json::Value::Null)
+    }
+
+    /// Whether the boolean variable `name` is true (its default applied).
+    pub fn is_true(&self, name: &str) -> bool {
+        matches!(
+            self.graphql_variables.get(name),
+            Some(async_graphql_value::ConstValue::Boolean(true))
+        )
+    }
+}

@@ -20,7 +20,7 @@ use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, N
 use async_graphql::{ServerError, ValidationMode, ValidationResult, Variables};
 use async_graphql_parser::types::{BaseType, ExecutableDocument, Type};
 
-use crate::supergraph::{ArgDef, Kind, Supergraph};
+use crate::supergraph::{ArgDef, FieldDef, Kind, Supergraph};
 
 /// Limits the schema enforces on every document.
 #[derive(Debug, Clone)]
@@ -143,35 +143,102 @@ fn schema(
                 if let Some(d) = &def.description {
                     obj = obj.description(d.as_str());
                 }
-                for (field_name, field) in &object.fields {
-                    // Never called: the gateway executes every field itself.
-                    let mut f = Field::new(field_name.as_str(), type_ref(&field.ty), |_| {
-                        FieldFuture::Value(None)
-                    });
+                for i in &object.implements {
+                    obj = obj.implement(i.as_str());
+                }
+                for field in object.fields.values() {
+                    obj = obj.field(field_of(field));
+                }
+                builder.register(obj)
+            }
+            Kind::Interface(object) => {
+                let mut iface = dynamic::Interface::new(name.as_str());
+                if let Some(d) = &def.description {
+                    iface = iface.description(d.as_str());
+                }
+                for i in &object.implements {
+                    iface = iface.implement(i.as_str());
+                }
+                for field in object.fields.values() {
+                    let mut f = dynamic::InterfaceField::new(field.name.as_str(), type_ref(&field.ty));
                     if let Some(d) = &field.description {
                         f = f.description(d.as_str());
+                    }
+                    if let Some(reason) = &field.deprecation {
+                        f = f.deprecation(Some(reason.as_str()));
                     }
                     for arg in &field.args {
                         f = f.argument(input_value(arg));
                     }
-                    obj = obj.field(f);
+                    iface = iface.field(f);
                 }
-                builder.register(obj)
+                builder.register(iface)
             }
-            Kind::Enum(values) => builder.register(
-                dynamic::Enum::new(name.as_str()).items(values.iter().map(dynamic::EnumItem::new)),
-            ),
+            Kind::Union(members) => {
+                let mut union = dynamic::Union::new(name.as_str());
+                if let Some(d) = &def.description {
+                    union = union.description(d.as_str());
+                }
+                for m in members {
+                    union = union.possible_type(m.as_str());
+                }
+                builder.register(union)
+            }
+            Kind::Enum(values) => {
+                let mut e = dynamic::Enum::new(name.as_str());
+                if let Some(d) = &def.description {
+                    e = e.description(d.as_str());
+                }
+                for v in values {
+                    let mut item = dynamic::EnumItem::new(v.name.as_str());
+                    if let Some(d) = &v.description {
+                        item = item.description(d.as_str());
+                    }
+                    if let Some(reason) = &v.deprecation {
+                        item = item.deprecation(Some(reason.as_str()));
+                    }
+                    e = e.item(item);
+                }
+                builder.register(e)
+            }
             Kind::InputObject(fields) => {
                 let mut input = dynamic::InputObject::new(name.as_str());
+                if let Some(d) = &def.description {
+                    input = input.description(d.as_str());
+                }
                 for f in fields {
                     input = input.field(input_value(f));
                 }
                 builder.register(input)
             }
-            Kind::Scalar => builder.register(dynamic::Scalar::new(name.as_str())),
+            Kind::Scalar => {
+                let mut scalar = dynamic::Scalar::new(name.as_str());
+                if let Some(d) = &def.description {
+                    scalar = scalar.description(d.as_str());
+                }
+                builder.register(scalar)
+            }
         };
     }
     builder.finish()
+}
+
+/// An object's field; its resolver is never called (the gateway executes every
+/// field itself).
+fn field_of(field: &FieldDef) -> Field {
+    let mut f = Field::new(field.name.as_str(), type_ref(&field.ty), |_| {
+        FieldFuture::Value(None)
+    });
+    if let Some(d) = &field.description {
+        f = f.description(d.as_str());
+    }
+    if let Some(reason) = &field.deprecation {
+        f = f.deprecation(Some(reason.as_str()));
+    }
+    for arg in &field.args {
+        f = f.argument(input_value(arg));
+    }
+    f
 }
 
 fn type_ref(ty: &Type) -> TypeRef {

@@ -248,20 +248,23 @@ mod tests {
     fn plan_of(text: &str) -> Arc<Plan> {
         let sdl =
             r#"type Query { me: User } type User @key(fields: "id") { id: ID! name: String }"#;
-        let sg = crate::supergraph::Supergraph::compose(
-            vec![crate::supergraph::Subgraph {
-                name: "user".into(),
-                url: "http://user/graphql".into(),
-            }],
-            &[sdl.into()],
-        )
-        .unwrap();
+        let subgraphs = [crate::supergraph::Subgraph {
+            name: "user".into(),
+            url: "http://user/graphql".into(),
+        }];
+        let supergraph = crate::supergraph::compose::compose(&subgraphs, &[sdl.into()]).unwrap();
+        let (model, hive) = crate::supergraph::Supergraph::from_sdl(&supergraph).unwrap();
+        let planner = crate::plan::Planner::new(hive, Arc::new(model), false);
         let doc = async_graphql_parser::parse_query(text).unwrap();
         let op = match &doc.operations {
             async_graphql_parser::types::DocumentOperations::Single(op) => &op.node,
             _ => unreachable!(),
         };
-        Arc::new(crate::plan::compile(&sg, &doc, op, &Default::default()).unwrap())
+        Arc::new(
+            planner
+                .compile(text, &doc, op, None, &Default::default())
+                .unwrap(),
+        )
     }
 
     #[test]

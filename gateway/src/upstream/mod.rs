@@ -24,6 +24,7 @@
 //! away) gives no verdict. The answer's `Cache-Control` travels with it, for the
 //! cache's `origin-ttl` strategy.
 
+mod body;
 mod request_head;
 mod settings;
 
@@ -41,6 +42,7 @@ use serde::Deserialize;
 
 use http1_wire::{AnswerRules, Connection, ExchangeError};
 use request_head::RequestHead;
+pub use body::{request_body, WriteVariables};
 pub use settings::{SubgraphLimits, UpstreamArgs, UpstreamSettings};
 
 use crate::json::Tape;
@@ -72,6 +74,9 @@ pub struct UpstreamError {
     pub message: String,
     #[serde(default)]
     pub path: Vec<PathItem>,
+    /// The subgraph's `extensions` (its `code`, say), passed on to the client.
+    #[serde(default)]
+    pub extensions: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use axum::Router;
 use gateway::request::RequestLimits;
-use gateway::startup::{Backoff, GatewayConfig};
+use gateway::startup::{Backoff, GatewayConfig, GraphSource};
 use gateway::supergraph::Subgraph;
 use gateway::validation::DocumentLimits;
 use serde_json::{json, Value};
@@ -97,7 +97,7 @@ pub fn cache(ttl: f64) -> Option<gateway::caching::CacheSettings> {
 
 pub fn config(subgraphs: Vec<Subgraph>) -> GatewayConfig {
     GatewayConfig {
-        subgraphs,
+        graph: GraphSource::Compose(subgraphs),
         startup: Backoff {
             deadline: Duration::from_secs(10),
             first: Duration::from_millis(20),

@@ -1,59 +1,56 @@
-//! Composition: the subgraphs' SDL in, one public schema (the supergraph) out.
+//! Composition: the subgraphs' own SDL in, a supergraph SDL out.
 //!
-//! Each subgraph answers `_service { sdl }` with its own view of the graph. Composition
-//! merges those views type by type and records, for every object field, which
-//! subgraphs can resolve it (its *owners*) and, for every entity type, which `@key`
-//! each subgraph accepts in `_entities`. Both Federation 1 SDL (`extend type`,
-//! `@extends`, `@external`) and Federation 2 SDL (plain `type … @key`) are read.
+//! Each subgraph answers `_service { sdl }` with its own view of the graph.
+//! Composition merges those views type by type, records for every field which
+//! subgraphs can resolve it (its *owners*) and for every entity type which `@key`
+//! each subgraph accepts in `_entities`, and writes the result as a supergraph in
+//! the join spec (v0.3, with link v1.0): the same kind of file a standard composer
+//! writes, so that `--subgraph NAME=URL` and `--supergraph FILE` reach the one
+//! planner by the one reader ([`super::join`]). Both Federation 1 SDL (`extend
+//! type`, `@extends`, `@external`) and Federation 2 SDL (plain `type … @key`) are
+//! read.
 //!
-//! Composition fails, with every problem listed, when the planner could not answer
-//! some query the public schema allows: a field nobody resolves, a root field owned
-//! twice, conflicting field types, or an entity field that cannot be reached from a
-//! subgraph that returns the entity because the two share no usable key.
+//! This is the lab's zero-configuration path for graphs of object, enum, input and
+//! scalar types with one key per type and subgraph (its own graph among them);
+//! graphs with interfaces, unions, `@requires` or `@provides` are composed by a
+//! standard composer and given as a file. Composition fails, with every problem
+//! listed, when the planner could not answer some query the public schema allows:
+//! a field nobody resolves, a root field owned twice, conflicting field types, an
+//! entity field that cannot be reached from a subgraph that returns the entity
+//! because the two share no usable key, or a feature it does not compose.
 
 use std::collections::{BTreeSet, HashSet};
 use std::fmt;
 
 use async_graphql_parser::types::{
-    BaseType, ConstDirective, FieldDefinition, InputValueDefinition, ServiceDocument, Type,
+    ConstDirective, FieldDefinition, ServiceDocument, Type,
     TypeDefinition, TypeKind, TypeSystemDefinition,
 };
 use async_graphql_parser::Positioned;
 use async_graphql_value::ConstValue;
 use indexmap::IndexMap;
 
-/// Index of a subgraph in [`Supergraph::subgraphs`].
-pub type SubgraphId = usize;
+use super::{base_name, public::arg_def, ArgDef, Subgraph, SubgraphId};
 
-/// Prefix of the aliases under which the planner asks a subgraph for entity keys, so
-/// that they never collide with the client's own response keys.
-pub const KEY_ALIAS_PREFIX: &str = "_gw_k_";
-
-/// A subgraph as the gateway knows it: a name and its GraphQL endpoint.
-#[derive(Debug, Clone)]
-pub struct Subgraph {
-    pub name: String,
-    pub url: String,
-}
-
-/// The composed public schema plus the ownership facts the planner needs.
+/// The composed graph, as [`super::emit`] writes it.
 #[derive(Debug)]
-pub struct Supergraph {
-    pub subgraphs: Vec<Subgraph>,
-    pub query_type: String,
-    pub mutation_type: Option<String>,
+pub(super) struct Composed {
     pub types: IndexMap<String, TypeDef>,
+    pub mutation: bool,
 }
 
+/// A type as composition sees it.
 #[derive(Debug)]
-pub struct TypeDef {
+pub(super) struct TypeDef {
     pub name: String,
     pub description: Option<String>,
     pub kind: Kind,
+    /// Subgraphs that define it.
+    pub subgraphs: BTreeSet<SubgraphId>,
 }
 
 #[derive(Debug)]
-pub enum Kind {
+pub(super) enum Kind {
     Object(ObjectDef),
     Enum(Vec<String>),
     InputObject(Vec<ArgDef>),
@@ -61,7 +58,7 @@ pub enum Kind {
 }
 
 #[derive(Debug, Default)]
-pub struct ObjectDef {
+pub(super) struct ObjectDef {
     pub fields: IndexMap<String, FieldDef>,
     /// The `@key` each subgraph declares for this type (first one wins).
     pub keys: Vec<(SubgraphId, Vec<String>)>,
@@ -70,7 +67,7 @@ pub struct ObjectDef {
 }
 
 #[derive(Debug)]
-pub struct FieldDef {
+pub(super) struct FieldDef {
     pub name: String,
     pub description: Option<String>,
     pub ty: Type,
@@ -79,14 +76,8 @@ pub struct FieldDef {
     pub owners: Vec<SubgraphId>,
     /// Subgraphs that declare it shareable (Federation 2) or define it on a value type.
     shareable_in: Vec<SubgraphId>,
-}
-
-#[derive(Debug, Clone)]
-pub struct ArgDef {
-    pub name: String,
-    pub description: Option<String>,
-    pub ty: Type,
-    pub default: Option<ConstValue>,
+    /// Subgraphs that declare it `@external` (and do not resolve it).
+    pub external_in: Vec<SubgraphId>,
 }
 
 /// Why composition failed: every problem found, one per line.
@@ -105,49 +96,30 @@ impl fmt::Display for CompositionError {
 
 impl std::error::Error for CompositionError {}
 
-impl Supergraph {
-    /// Compose `sdls[i]`, the SDL of `subgraphs[i]`.
-    pub fn compose(
-        subgraphs: Vec<Subgraph>,
-        sdls: &[String],
-    ) -> Result<Supergraph, CompositionError> {
-        let mut composer = Composer::default();
-        for (id, sdl) in sdls.iter().enumerate() {
-            let name = &subgraphs[id].name;
-            match async_graphql_parser::parse_schema(sdl) {
-                Ok(doc) => composer.add(id, name, &doc),
-                Err(e) => composer
-                    .problems
-                    .push(format!("subgraph {name}: SDL does not parse: {e}")),
-            }
-        }
-        composer.finish(subgraphs)
-    }
+/// Compose `sdls[i]`, the SDL of `subgraphs[i]`, into a supergraph SDL.
+pub fn compose(subgraphs: &[Subgraph], sdls: &[String]) -> Result<String, CompositionError> {
+    let composed = compose_graph(subgraphs, sdls)?;
+    Ok(super::emit::write(&composed, subgraphs))
+}
 
-    pub fn object(&self, ty: &str) -> Option<&ObjectDef> {
-        match &self.types.get(ty)?.kind {
-            Kind::Object(o) => Some(o),
-            _ => None,
+/// The composed graph, before it is written.
+fn compose_graph(subgraphs: &[Subgraph], sdls: &[String]) -> Result<Composed, CompositionError> {
+    let mut composer = Composer::default();
+    for (id, sdl) in sdls.iter().enumerate() {
+        let name = &subgraphs[id].name;
+        match async_graphql_parser::parse_schema(sdl) {
+            Ok(doc) => composer.add(id, name, &doc),
+            Err(e) => composer
+                .problems
+                .push(format!("subgraph {name}: SDL does not parse: {e}")),
         }
     }
-
-    pub fn field(&self, ty: &str, field: &str) -> Option<&FieldDef> {
-        self.object(ty)?.fields.get(field)
-    }
-
-    /// Whether values of the named type have a selection set.
-    pub fn is_composite(&self, ty: &str) -> bool {
-        self.object(ty).is_some()
-    }
-
-    pub fn subgraph_id(&self, name: &str) -> Option<SubgraphId> {
-        self.subgraphs.iter().position(|s| s.name == name)
-    }
+    composer.finish(subgraphs)
 }
 
 impl ObjectDef {
     /// The key fields subgraph `id` accepts for this type in `_entities`.
-    pub fn key_for(&self, id: SubgraphId) -> Option<&[String]> {
+    fn key_for(&self, id: SubgraphId) -> Option<&[String]> {
         self.keys
             .iter()
             .find(|(s, _)| *s == id)
@@ -156,26 +128,8 @@ impl ObjectDef {
 }
 
 impl FieldDef {
-    pub fn is_owned_by(&self, id: SubgraphId) -> bool {
+    fn is_owned_by(&self, id: SubgraphId) -> bool {
         self.owners.contains(&id)
-    }
-
-    /// The subgraph to ask for this field: `preferred` when it can answer, else the
-    /// first owner.
-    pub fn owner_for(&self, preferred: SubgraphId) -> SubgraphId {
-        if self.is_owned_by(preferred) {
-            preferred
-        } else {
-            self.owners[0]
-        }
-    }
-}
-
-/// The named type at the bottom of a (possibly list, possibly non-null) type.
-pub fn base_name(ty: &Type) -> &str {
-    match &ty.base {
-        BaseType::Named(name) => name.as_str(),
-        BaseType::List(inner) => base_name(inner),
     }
 }
 
@@ -261,7 +215,9 @@ impl Composer {
                     name: name.to_string(),
                     description: None,
                     kind: Kind::Object(ObjectDef::default()),
+                    subgraphs: BTreeSet::new(),
                 });
+                entry.subgraphs.insert(id);
                 if entry.description.is_none() && !def.extend && !has_directive(&def.directives, "extends") {
                     entry.description = description;
                 }
@@ -307,24 +263,36 @@ impl Composer {
                     }
                     let shareable = type_shareable || has_directive(&field.directives, "shareable") || is_key;
                     merge_field(&mut self.problems, target, id, sg, name, field, !external || is_key, shareable);
+                    if external && !is_key {
+                        if let Some(f) = target.fields.get_mut(fname) {
+                            f.external_in.push(id);
+                        }
+                    }
                 }
             }
             TypeKind::Enum(e) => {
                 let values: Vec<String> = e.values.iter().map(|v| v.node.value.node.to_string()).collect();
-                self.merge_simple(sg, name, description, Kind::Enum(values));
+                self.merge_simple(id, sg, name, description, Kind::Enum(values));
             }
             TypeKind::InputObject(input) => {
                 let fields = input.fields.iter().map(|f| arg_def(&f.node)).collect();
-                self.merge_simple(sg, name, description, Kind::InputObject(fields));
+                self.merge_simple(id, sg, name, description, Kind::InputObject(fields));
             }
-            TypeKind::Scalar => self.merge_simple(sg, name, description, Kind::Scalar),
+            TypeKind::Scalar => self.merge_simple(id, sg, name, description, Kind::Scalar),
             TypeKind::Interface(_) | TypeKind::Union(_) => self.problems.push(format!(
                 "subgraph {sg}: {name} is an interface or union; this gateway composes object, enum, input and scalar types only"
             )),
         }
     }
 
-    fn merge_simple(&mut self, sg: &str, name: &str, description: Option<String>, kind: Kind) {
+    fn merge_simple(
+        &mut self,
+        id: SubgraphId,
+        sg: &str,
+        name: &str,
+        description: Option<String>,
+        kind: Kind,
+    ) {
         match self.types.get(name) {
             None => {
                 self.types.insert(
@@ -333,10 +301,13 @@ impl Composer {
                         name: name.to_string(),
                         description,
                         kind,
+                        subgraphs: BTreeSet::from([id]),
                     },
                 );
             }
-            Some(existing) => {
+            Some(_) => {
+                let existing = self.types.get_mut(name).expect("looked up above");
+                existing.subgraphs.insert(id);
                 let same = match (&existing.kind, &kind) {
                     (Kind::Scalar, Kind::Scalar) => true,
                     (Kind::Enum(a), Kind::Enum(b)) => a == b,
@@ -355,7 +326,7 @@ impl Composer {
         }
     }
 
-    fn finish(mut self, subgraphs: Vec<Subgraph>) -> Result<Supergraph, CompositionError> {
+    fn finish(mut self, subgraphs: &[Subgraph]) -> Result<Composed, CompositionError> {
         if !self.query_type_seen {
             self.problems
                 .push("no subgraph defines a Query type".to_string());
@@ -457,12 +428,9 @@ impl Composer {
         if !self.problems.is_empty() {
             return Err(CompositionError(self.problems));
         }
-        let mutation_type = self.mutation_type_seen.then(|| MUTATION.to_string());
-        Ok(Supergraph {
-            subgraphs,
-            query_type: QUERY.to_string(),
-            mutation_type,
+        Ok(Composed {
             types: self.types,
+            mutation: self.mutation_type_seen,
         })
     }
 }
@@ -476,15 +444,6 @@ fn returns_type(types: &IndexMap<String, TypeDef>, id: SubgraphId, ty: &str) -> 
             .any(|f| f.is_owned_by(id) && base_name(&f.ty) == ty),
         _ => false,
     })
-}
-
-fn arg_def(def: &InputValueDefinition) -> ArgDef {
-    ArgDef {
-        name: def.name.node.to_string(),
-        description: def.description.as_ref().map(|d| d.node.clone()),
-        ty: def.ty.node.clone(),
-        default: def.default_value.as_ref().map(|v| v.node.clone()),
-    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -511,6 +470,7 @@ fn merge_field(
                     args,
                     owners: if resolvable { vec![id] } else { vec![] },
                     shareable_in: if shareable { vec![id] } else { vec![] },
+                    external_in: Vec::new(),
                 },
             );
         }
@@ -578,14 +538,17 @@ mod tests {
 
     #[test]
     fn composes_fed1_extensions_and_records_owners() {
-        let s =
-            Supergraph::compose(sg(&["user", "post"]), &[USERS.into(), POSTS_FED1.into()]).unwrap();
-        let user = s.object("User").unwrap();
+        let s = compose_graph(&sg(&["user", "post"]), &[USERS.into(), POSTS_FED1.into()]).unwrap();
+        let object = |name: &str| match &s.types[name].kind {
+            Kind::Object(o) => o,
+            _ => panic!("{name} is not an object"),
+        };
+        let user = object("User");
         assert_eq!(user.fields["id"].owners, vec![0, 1]);
         assert_eq!(user.fields["name"].owners, vec![0]);
         assert_eq!(user.fields["topPosts"].owners, vec![1]);
         assert_eq!(
-            s.object("Query").unwrap().fields["topPosts"].owners,
+            object("Query").fields["topPosts"].owners,
             vec![1]
         );
         assert_eq!(user.key_for(1).unwrap(), ["id".to_string()]);
@@ -593,8 +556,8 @@ mod tests {
 
     #[test]
     fn rejects_a_root_field_owned_twice() {
-        let err = Supergraph::compose(
-            sg(&["a", "b"]),
+        let err = compose_graph(
+            &sg(&["a", "b"]),
             &[
                 "type Query { x: Int }".into(),
                 "type Query { x: Int }".into(),
@@ -611,7 +574,7 @@ mod tests {
     #[test]
     fn rejects_conflicting_field_types() {
         let b = r#"type Query { y: Int } type User @key(fields: "id") { id: String! }"#;
-        let err = Supergraph::compose(sg(&["user", "b"]), &[USERS.into(), b.into()]).unwrap_err();
+        let err = compose_graph(&sg(&["user", "b"]), &[USERS.into(), b.into()]).unwrap_err();
         assert!(
             err.to_string()
                 .contains("User.id has type String! in subgraph b"),
@@ -623,7 +586,7 @@ mod tests {
     fn rejects_an_unreachable_entity_field() {
         // `b` returns a User without its key, so `name` cannot be fetched for it.
         let b = r#"type Query { someone: User } type User { nick: String }"#;
-        let err = Supergraph::compose(sg(&["user", "b"]), &[USERS.into(), b.into()]).unwrap_err();
+        let err = compose_graph(&sg(&["user", "b"]), &[USERS.into(), b.into()]).unwrap_err();
         assert!(
             err.to_string()
                 .contains("User.name (resolved by user) cannot be fetched"),
@@ -633,7 +596,7 @@ mod tests {
 
     #[test]
     fn rejects_unparsable_sdl_and_missing_query() {
-        let err = Supergraph::compose(sg(&["a"]), &["type {".into()]).unwrap_err();
+        let err = compose_graph(&sg(&["a"]), &["type {".into()]).unwrap_err();
         let text = err.to_string();
         assert!(text.contains("subgraph a: SDL does not parse"), "{text}");
         assert!(text.contains("no subgraph defines a Query type"), "{text}");
