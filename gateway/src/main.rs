@@ -275,8 +275,7 @@ impl Cli {
                 }
             }
             None => {
-                let mut names: Vec<&str> =
-                    self.subgraphs.iter().map(|s| s.name.as_str()).collect();
+                let mut names: Vec<&str> = self.subgraphs.iter().map(|s| s.name.as_str()).collect();
                 names.sort_unstable();
                 if names.windows(2).any(|w| w[0] == w[1]) {
                     return Err("--subgraph: each subgraph name may appear once".into());
@@ -523,7 +522,9 @@ async fn run(cli: &Cli, config: GatewayConfig) -> anyhow::Result<()> {
 /// `gateway compose`: the supergraph the gateway composes for these subgraphs.
 async fn compose(args: &ComposeArgs) -> i32 {
     let Ok(deadline) = Duration::try_from_secs_f64(args.startup_timeout_secs) else {
-        eprintln!("gateway compose: --startup-timeout-secs must be a non-negative number of seconds");
+        eprintln!(
+            "gateway compose: --startup-timeout-secs must be a non-negative number of seconds"
+        );
         return 2;
     };
     let backoff = Backoff {

@@ -288,30 +288,6 @@ pub fn check_content_type(headers: &HeaderMap) -> Result<(), Rejection> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nesting_ignores_strings_and_comments() {
-        assert_eq!(text_nesting("{ a { b } }"), 2);
-        assert_eq!(text_nesting(r#"{ a(s: "{{{{") }"#), 2);
-        assert_eq!(text_nesting("# {{{{\n{ a }"), 1);
-        assert_eq!(text_nesting(r#"{ a(s: """ {{{ \""" """) }"#), 2);
-        assert_eq!(text_nesting(&"{a".repeat(1000)), 1000);
-    }
-
-    #[test]
-    fn the_query_is_borrowed_unless_it_has_escapes() {
-        let body = br#"{"query":"{ me { id } }","operationName":null,"extensions":{}}"#;
-        let r = GraphqlRequest::from_json(body).ok().unwrap();
-        assert!(matches!(r.query, Cow::Borrowed("{ me { id } }")));
-        let body = br#"{"query":"{ getPost(pid: \"p1\") { pid } }"}"#;
-        let r = GraphqlRequest::from_json(body).ok().unwrap();
-        assert_eq!(r.query, r#"{ getPost(pid: "p1") { pid } }"#);
-    }
-}
-
 /// What one request brings to execution: the caller's credentials and headers,
 /// and its variables.
 pub struct RequestInput {
@@ -354,5 +330,29 @@ impl RequestInput {
             self.graphql_variables.get(name),
             Some(async_graphql_value::ConstValue::Boolean(true))
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nesting_ignores_strings_and_comments() {
+        assert_eq!(text_nesting("{ a { b } }"), 2);
+        assert_eq!(text_nesting(r#"{ a(s: "{{{{") }"#), 2);
+        assert_eq!(text_nesting("# {{{{\n{ a }"), 1);
+        assert_eq!(text_nesting(r#"{ a(s: """ {{{ \""" """) }"#), 2);
+        assert_eq!(text_nesting(&"{a".repeat(1000)), 1000);
+    }
+
+    #[test]
+    fn the_query_is_borrowed_unless_it_has_escapes() {
+        let body = br#"{"query":"{ me { id } }","operationName":null,"extensions":{}}"#;
+        let r = GraphqlRequest::from_json(body).ok().unwrap();
+        assert!(matches!(r.query, Cow::Borrowed("{ me { id } }")));
+        let body = br#"{"query":"{ getPost(pid: \"p1\") { pid } }"}"#;
+        let r = GraphqlRequest::from_json(body).ok().unwrap();
+        assert_eq!(r.query, r#"{ getPost(pid: "p1") { pid } }"#);
     }
 }

@@ -160,7 +160,8 @@ fn schema(
                     iface = iface.implement(i.as_str());
                 }
                 for field in object.fields.values() {
-                    let mut f = dynamic::InterfaceField::new(field.name.as_str(), type_ref(&field.ty));
+                    let mut f =
+                        dynamic::InterfaceField::new(field.name.as_str(), type_ref(&field.ty));
                     if let Some(d) = &field.description {
                         f = f.description(d.as_str());
                     }

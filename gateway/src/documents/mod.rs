@@ -252,19 +252,8 @@ mod tests {
             name: "user".into(),
             url: "http://user/graphql".into(),
         }];
-        let supergraph = crate::supergraph::compose::compose(&subgraphs, &[sdl.into()]).unwrap();
-        let (model, hive) = crate::supergraph::Supergraph::from_sdl(&supergraph).unwrap();
-        let planner = crate::plan::Planner::new(hive, Arc::new(model), false);
-        let doc = async_graphql_parser::parse_query(text).unwrap();
-        let op = match &doc.operations {
-            async_graphql_parser::types::DocumentOperations::Single(op) => &op.node,
-            _ => unreachable!(),
-        };
-        Arc::new(
-            planner
-                .compile(text, &doc, op, None, &Default::default())
-                .unwrap(),
-        )
+        let planner = crate::plan::Planner::compose(&subgraphs, &[sdl.into()], false).unwrap();
+        Arc::new(planner.compile_text(text, &Default::default()).unwrap())
     }
 
     #[test]

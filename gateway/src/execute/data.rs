@@ -177,9 +177,7 @@ impl Data {
 
     /// The length of a merged list: its first answer's.
     pub fn list_len(&self, lists: &Nodes) -> usize {
-        lists
-            .first()
-            .map_or(0, |l| self.value(l).items().count())
+        lists.first().map_or(0, |l| self.value(l).items().count())
     }
 
     /// The object's type, from the `__typename`s of its view: the first that names
@@ -279,11 +277,19 @@ impl Data {
             first = false;
         }
         let mut wrote = false;
-        self.project(view, requires, ty.as_deref(), supergraph, &mut out, &mut first, &mut wrote);
-        let only_typename = requires.iter().all(
-            |i| matches!(i, SelectionItem::Field(f) if f.name == "__typename"),
+        self.project(
+            view,
+            requires,
+            ty.as_deref(),
+            supergraph,
+            &mut out,
+            &mut first,
+            &mut wrote,
         );
-        if !wrote && !(only_typename && ty.is_some()) {
+        let only_typename = requires
+            .iter()
+            .all(|i| matches!(i, SelectionItem::Field(f) if f.name == "__typename"));
+        if !(wrote || only_typename && ty.is_some()) {
             return None;
         }
         out.push(b'}');
@@ -389,7 +395,15 @@ impl Data {
                     first = false;
                 }
                 let mut wrote = false;
-                self.project(&view, selection, ty.as_deref(), supergraph, out, &mut first, &mut wrote);
+                self.project(
+                    &view,
+                    selection,
+                    ty.as_deref(),
+                    supergraph,
+                    out,
+                    &mut first,
+                    &mut wrote,
+                );
                 if !wrote {
                     out.truncate(start);
                     return false;

@@ -25,8 +25,9 @@
 //! Nothing here builds a value tree: answers stay in their [`Tape`]s, and the
 //! response writer ([`crate::response`]) reads them in query order. Errors are
 //! recorded with their place in the response: a subgraph's errors at their paths
-//! (an entity's, below the object it was fetched for), a failed fetch at every
-//! field or object it was for.
+//! (an entity's, below the object it was fetched for), a failed fetch at the root
+//! field or object it was for (the response reports it at each field it left
+//! without a value).
 //!
 //! [`Tape`]: crate::json::Tape
 
@@ -59,6 +60,10 @@ pub struct FoundError {
     pub path: Vec<PathItem>,
     pub message: String,
     pub extensions: Option<serde_json::Value>,
+    /// A fetch that failed for the object or root field at `path` (rather than a
+    /// subgraph's own error): the response reports it at each field it leaves
+    /// without a value.
+    pub failed_fetch: bool,
 }
 
 /// Everything execution found: what the response writer reads.
@@ -99,6 +104,7 @@ impl Found {
                 path,
                 message: e.message.clone(),
                 extensions: e.extensions.clone(),
+                failed_fetch: false,
             });
         }
         if let Some(stale_for) = piece.served_stale {
@@ -111,6 +117,7 @@ impl Found {
             path,
             message,
             extensions: None,
+            failed_fetch: true,
         });
     }
 }
@@ -235,7 +242,9 @@ impl Run<'_> {
     async fn root(&self, id: FetchId, fetch: &Fetch, root: &RootFetch) {
         let cache = self.executor.cache.as_deref();
         let call = match cache {
-            Some(cache) if !fetch.mutation => Some(cache.root_call(self.plan, fetch, root, self.input)),
+            Some(cache) if !fetch.mutation => {
+                Some(cache.root_call(self.plan, fetch, root, self.input))
+            }
             _ => None,
         };
         if let (Some(cache), Some(call)) = (cache, &call) {
@@ -302,6 +311,15 @@ impl Run<'_> {
         match &root.at {
             None => {
                 found.note(&piece, &[]);
+                if let Some(stale_for) = piece.served_stale {
+                    // Noted at the root fields, not at the root.
+                    found.stale.pop();
+                    for key in &root.keys {
+                        found
+                            .stale
+                            .push((vec![PathItem::Key(key.to_string())], stale_for));
+                    }
+                }
                 let tape = found.data.add_tape(piece.tape().clone());
                 found.data.add_root(Node { tape, index });
             }
@@ -373,7 +391,10 @@ impl Run<'_> {
         let cache = self.executor.cache.as_deref();
         let Some(cache) = cache else {
             let items = entities.iter().map(|e| e.item.clone()).collect();
-            let answers = self.request(id, items).send((0..entities.len()).collect()).await;
+            let answers = self
+                .request(id, items)
+                .send((0..entities.len()).collect())
+                .await;
             for (entity, answer) in entities.iter().zip(answers) {
                 self.record_entity(entity, answer);
             }

@@ -44,7 +44,11 @@ pub fn apply_to_text(rewrites: &[FetchRewrite], json: &[u8], supergraph: &Superg
     }
 }
 
-fn matches(object: &serde_json::Map<String, Value>, types: &std::collections::BTreeSet<String>, supergraph: &Supergraph) -> bool {
+fn matches(
+    object: &serde_json::Map<String, Value>,
+    types: &std::collections::BTreeSet<String>,
+    supergraph: &Supergraph,
+) -> bool {
     match object.get("__typename").and_then(Value::as_str) {
         Some(ty) => types.iter().any(|t| supergraph.satisfies(ty, t)),
         None => true,
@@ -79,7 +83,9 @@ fn rename(value: &mut Value, path: &[FetchNodePathSegment], to: &str, supergraph
         return;
     };
     match value {
-        Value::Array(items) => items.iter_mut().for_each(|i| rename(i, path, to, supergraph)),
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|i| rename(i, path, to, supergraph)),
         Value::Object(object) => match step {
             FetchNodePathSegment::TypenameEquals(types) => {
                 if matches(object, types, supergraph) {

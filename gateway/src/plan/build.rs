@@ -70,14 +70,8 @@ pub fn compile(
     };
     let (root, introspection_keys) =
         Shaper::new(supergraph, view).root(root_type, &op.selection_set.node)?;
-    let introspection = (!introspection_keys.is_empty()).then(|| {
-        Arc::new(introspection_document(
-            doc,
-            op,
-            &view,
-            &introspection_keys,
-        ))
-    });
+    let introspection = (!introspection_keys.is_empty())
+        .then(|| Arc::new(introspection_document(doc, op, &view, &introspection_keys)));
     let mut builder = Builder {
         supergraph,
         references: planner
@@ -337,7 +331,9 @@ impl Builder<'_> {
                 .find_map(|i| match i {
                     SelectionItem::Field(f)
                         if f.name == "_entities"
-                            && g.alias.as_deref().is_none_or(|a| f.selection_identifier() == a) =>
+                            && g.alias
+                                .as_deref()
+                                .is_none_or(|a| f.selection_identifier() == a) =>
                     {
                         Some(f)
                     }
@@ -518,11 +514,9 @@ fn value(v: &HiveValue) -> Value {
         HiveValue::Null => Value::Null,
         HiveValue::Enum(e) => Value::Enum(Name::new(e)),
         HiveValue::List(items) => Value::List(items.iter().map(value).collect()),
-        HiveValue::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (Name::new(k), value(v)))
-                .collect(),
-        ),
+        HiveValue::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (Name::new(k), value(v))).collect())
+        }
     }
 }
 
@@ -570,7 +564,10 @@ fn heap_size(plan: &Plan) -> usize {
                 + f.variables.len() * 32
                 + match &f.kind {
                     FetchKind::Root(r) => {
-                        r.namespace.len() + r.selection.len() + r.args.len() * 64 + r.keys.len() * 24
+                        r.namespace.len()
+                            + r.selection.len()
+                            + r.args.len() * 64
+                            + r.keys.len() * 24
                     }
                     FetchKind::Entities(groups) => groups
                         .iter()

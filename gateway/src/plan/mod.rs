@@ -194,8 +194,35 @@ impl Planner {
         }
     }
 
+    /// The planner of a supergraph SDL (a file's, or one composed).
+    pub fn from_sdl(sdl: &str, references: bool) -> Result<Planner, String> {
+        let (model, hive) = Supergraph::from_sdl(sdl).map_err(|e| e.to_string())?;
+        Ok(Planner::new(hive, Arc::new(model), references))
+    }
+
+    /// The planner of these subgraphs' SDL, composed as `--subgraph` does.
+    pub fn compose(
+        subgraphs: &[crate::supergraph::Subgraph],
+        sdls: &[String],
+        references: bool,
+    ) -> Result<Planner, String> {
+        let sdl =
+            crate::supergraph::compose::compose(subgraphs, sdls).map_err(|e| e.to_string())?;
+        Planner::from_sdl(&sdl, references)
+    }
+
     pub fn supergraph(&self) -> &Arc<Supergraph> {
         &self.supergraph
+    }
+
+    /// The plan of a document of one operation, parsed here (for tests and
+    /// benchmarks, which start from text).
+    pub fn compile_text(&self, text: &str, variables: &Variables) -> Result<Plan, PlanError> {
+        let doc = async_graphql_parser::parse_query(text).map_err(|e| PlanError(e.to_string()))?;
+        let async_graphql_parser::types::DocumentOperations::Single(op) = &doc.operations else {
+            return Err(PlanError("more than one operation".into()));
+        };
+        self.compile(text, &doc, &op.node, None, variables)
     }
 
     /// The plan of `op` (operation `operation_name` of `doc`, the parse of `text`)

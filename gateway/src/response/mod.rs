@@ -53,7 +53,7 @@ pub fn write(
         errors: Vec::new(),
         count: 0,
     };
-    for e in &outcome.errors {
+    for e in outcome.errors.iter().filter(|e| !e.failed_fetch) {
         writer.found_error(e);
     }
     if let Some(response) = &outcome.introspection {
@@ -98,6 +98,15 @@ pub fn write_errors(out: &mut Vec<u8>, errors: &[ServerError]) {
     // ServerErrors always serialize.
     let _ = serde_json::to_writer(&mut *out, errors);
     out.push(b'}');
+}
+
+/// What execution recorded about a place of the response.
+enum Explanation<'a> {
+    None,
+    /// A subgraph's error, already in the response.
+    Reported,
+    /// A fetch for it failed with this message.
+    Failed(&'a str),
 }
 
 /// One step of a response path.
@@ -163,19 +172,39 @@ impl<'a> Writer<'a> {
         out.push(b'}');
     }
 
-    /// Whether an error execution recorded explains what is at the current path: it
-    /// is at the path, above it, or below it.
-    fn explained(&self) -> bool {
-        self.outcome.errors.iter().any(|e| {
-            e.path
-                .iter()
-                .zip(&self.path)
-                .all(|(a, b)| match (a, b) {
-                    (PathItem::Key(k), Step::Key(s)) => k == s,
-                    (PathItem::Index(i), Step::Index(j)) => i == j,
-                    _ => false,
-                })
-        })
+    /// What execution recorded about the current path: a subgraph error at it, above
+    /// or below it (already reported), or a failed fetch for it or an object above
+    /// it (to report here).
+    fn explanation(&self) -> Explanation<'a> {
+        let mut found = Explanation::None;
+        for e in &self.outcome.errors {
+            let related = e.path.iter().zip(&self.path).all(|(a, b)| match (a, b) {
+                (PathItem::Key(k), Step::Key(s)) => k == s,
+                (PathItem::Index(i), Step::Index(j)) => i == j,
+                _ => false,
+            });
+            if !related {
+                continue;
+            }
+            if !e.failed_fetch {
+                return Explanation::Reported;
+            }
+            if e.path.len() <= self.path.len() {
+                found = Explanation::Failed(&e.message);
+            }
+        }
+        found
+    }
+
+    /// Report what leaves the current field without a value: the failed fetch that
+    /// explains it, or `message` when nothing does (a subgraph's own error explains
+    /// it without another).
+    fn unexplained(&mut self, message: impl FnOnce() -> String, at: Pos) {
+        match self.explanation() {
+            Explanation::Reported => {}
+            Explanation::Failed(failure) => self.error(failure, Some(at)),
+            Explanation::None => self.error(&message(), Some(at)),
+        }
     }
 
     fn root(&mut self, out: &mut Vec<u8>) -> bool {
@@ -209,8 +238,10 @@ impl<'a> Writer<'a> {
                     selection.type_name
                 ),
             };
-            if !self.explained() {
-                self.error(&message, None);
+            match self.explanation() {
+                Explanation::Reported => {}
+                Explanation::Failed(failure) => self.error(failure, None),
+                Explanation::None => self.error(&message, None),
             }
             return false;
         };
@@ -244,16 +275,21 @@ impl<'a> Writer<'a> {
                 FieldKind::Leaf | FieldKind::Object(_) => {
                     let (values, null) = self.data.member(view, &field.key);
                     if values.is_empty() {
-                        if !null && !self.explained() {
-                            self.error(
-                                &format!(
-                                    "{} could not be resolved: no subgraph answer holds it",
-                                    field.coordinate
-                                ),
-                                Some(field.pos),
+                        if !null {
+                            self.unexplained(
+                                || {
+                                    format!(
+                                        "{} could not be resolved: no subgraph answer holds it",
+                                        field.coordinate
+                                    )
+                                },
+                                field.pos,
                             );
+                            out.extend_from_slice(b"null");
+                            field.shape.nullable(0)
+                        } else {
+                            self.null_at(out, field, 0)
                         }
-                        self.null_at(out, field, 0)
                     } else {
                         self.value(out, &values, field, 0)
                     }
@@ -336,13 +372,15 @@ impl<'a> Writer<'a> {
     fn null_at(&mut self, out: &mut Vec<u8>, field: &OutField, level: usize) -> bool {
         out.extend_from_slice(b"null");
         let nullable = field.shape.nullable(level);
-        if !nullable && !self.explained() {
-            self.error(
-                &format!(
-                    "Cannot return null for non-nullable field {}",
-                    field.coordinate
-                ),
-                Some(field.pos),
+        if !nullable {
+            self.unexplained(
+                || {
+                    format!(
+                        "Cannot return null for non-nullable field {}",
+                        field.coordinate
+                    )
+                },
+                field.pos,
             );
         }
         nullable

@@ -23,8 +23,8 @@ use std::collections::{BTreeSet, HashSet};
 use std::fmt;
 
 use async_graphql_parser::types::{
-    ConstDirective, FieldDefinition, ServiceDocument, Type,
-    TypeDefinition, TypeKind, TypeSystemDefinition,
+    ConstDirective, FieldDefinition, ServiceDocument, Type, TypeDefinition, TypeKind,
+    TypeSystemDefinition,
 };
 use async_graphql_parser::Positioned;
 use async_graphql_value::ConstValue;
@@ -547,10 +547,7 @@ mod tests {
         assert_eq!(user.fields["id"].owners, vec![0, 1]);
         assert_eq!(user.fields["name"].owners, vec![0]);
         assert_eq!(user.fields["topPosts"].owners, vec![1]);
-        assert_eq!(
-            object("Query").fields["topPosts"].owners,
-            vec![1]
-        );
+        assert_eq!(object("Query").fields["topPosts"].owners, vec![1]);
         assert_eq!(user.key_for(1).unwrap(), ["id".to_string()]);
     }
 

@@ -160,8 +160,8 @@ fn write_fields(out: &mut String, o: &ObjectDef, graphs: &[String]) {
             out.push(')');
         }
         let _ = write!(out, ": {}", f.ty);
-        let everywhere = f.external_in.is_empty()
-            && o.defined_in.iter().all(|id| f.owners.contains(id));
+        let everywhere =
+            f.external_in.is_empty() && o.defined_in.iter().all(|id| f.owners.contains(id));
         if !everywhere {
             let mut graphs_of: Vec<(SubgraphId, bool)> =
                 f.owners.iter().map(|&id| (id, false)).collect();
@@ -208,7 +208,12 @@ mod tests {
             url: String::new(),
         };
         assert_eq!(
-            graph_names(&[sg("users"), sg("post-service"), sg("POST_SERVICE"), sg("9lives")]),
+            graph_names(&[
+                sg("users"),
+                sg("post-service"),
+                sg("POST_SERVICE"),
+                sg("9lives")
+            ]),
             ["USERS", "POST_SERVICE", "POST_SERVICE_2", "_9LIVES"]
         );
     }

@@ -103,8 +103,8 @@ impl Supergraph {
             }
         }
         let consumer = planner.consumer_schema.document.to_string();
-        let (types, query, mutation) = public::read(&consumer).map_err(fail)?;
-        let model = Supergraph::assemble(subgraphs, query, mutation, types, Arc::from(sdl), keys);
+        let public = public::read(&consumer).map_err(fail)?;
+        let model = Supergraph::assemble(subgraphs, public, Arc::from(sdl), keys);
         Ok((model, planner))
     }
 }

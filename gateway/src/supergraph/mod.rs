@@ -118,12 +118,15 @@ impl Supergraph {
     /// The model out of its parts; `possible` is derived from the types.
     fn assemble(
         subgraphs: Vec<Subgraph>,
-        query_type: String,
-        mutation_type: Option<String>,
-        types: IndexMap<String, TypeDef>,
+        public: public::PublicSchema,
         sdl: Arc<str>,
         keys: HashMap<String, Vec<(SubgraphId, Arc<str>)>>,
     ) -> Supergraph {
+        let public::PublicSchema {
+            types,
+            query: query_type,
+            mutation: mutation_type,
+        } = public;
         let mut possible: HashMap<String, BTreeSet<String>> = HashMap::new();
         for t in types.values() {
             match &t.kind {
@@ -138,7 +141,10 @@ impl Supergraph {
                 }
                 Kind::Object(o) => {
                     for i in &o.implements {
-                        possible.entry(i.clone()).or_default().insert(t.name.clone());
+                        possible
+                            .entry(i.clone())
+                            .or_default()
+                            .insert(t.name.clone());
                     }
                 }
                 _ => {}

@@ -19,8 +19,15 @@ use super::{ArgDef, EnumValueDef, FieldDef, Kind, ObjectDef, TypeDef};
 
 const BUILT_IN_SCALARS: [&str; 5] = ["String", "Int", "Float", "Boolean", "ID"];
 
-/// The public types of `sdl`, with the root types' names (query, mutation).
-pub fn read(sdl: &str) -> Result<(IndexMap<String, TypeDef>, String, Option<String>), String> {
+/// The public schema's types and root types.
+pub struct PublicSchema {
+    pub types: IndexMap<String, TypeDef>,
+    pub query: String,
+    pub mutation: Option<String>,
+}
+
+/// The public types of `sdl`, with the root types' names.
+pub fn read(sdl: &str) -> Result<PublicSchema, String> {
     let doc = async_graphql_parser::parse_schema(sdl)
         .map_err(|e| format!("the public schema does not parse: {e}"))?;
     let mut types = IndexMap::new();
@@ -45,7 +52,9 @@ pub fn read(sdl: &str) -> Result<(IndexMap<String, TypeDef>, String, Option<Stri
         .map_or_else(|| "Query".to_string(), |q| q.node.to_string());
     let mutation = match roots.as_ref() {
         Some(s) => s.mutation.as_ref().map(|m| m.node.to_string()),
-        None => types.contains_key("Mutation").then(|| "Mutation".to_string()),
+        None => types
+            .contains_key("Mutation")
+            .then(|| "Mutation".to_string()),
     };
     if !types.contains_key(&query) {
         return Err(format!("the public schema has no query type {query}"));
@@ -63,7 +72,11 @@ pub fn read(sdl: &str) -> Result<(IndexMap<String, TypeDef>, String, Option<Stri
     {
         o.fields.retain(|name, _| !name.starts_with("__"));
     }
-    Ok((types, query, mutation))
+    Ok(PublicSchema {
+        types,
+        query,
+        mutation,
+    })
 }
 
 fn type_def(name: String, t: TypeDefinition) -> TypeDef {

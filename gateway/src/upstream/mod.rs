@@ -40,9 +40,9 @@ use hyper::Uri;
 use parking_lot::Mutex;
 use serde::Deserialize;
 
+pub use body::{request_body, WriteVariables};
 use http1_wire::{AnswerRules, Connection, ExchangeError};
 use request_head::RequestHead;
-pub use body::{request_body, WriteVariables};
 pub use settings::{SubgraphLimits, UpstreamArgs, UpstreamSettings};
 
 use crate::json::Tape;
