@@ -180,6 +180,7 @@ if [ ${#suites[@]} -eq 0 ]; then
   [ -f "$out/results.txt" ] || die "the audit's runner ended (status $runner_status) without results.txt; the end of runner.log:
 $(tail -n 20 "$out/runner.log")"
   sed -n '/^---$/,$p' "$out/results.txt"
+  echo
 fi
 
 # The replay: a fresh audit server (fresh subgraph state), the same run script per suite.
@@ -209,6 +210,7 @@ lab_dirty=false
 [ -z "$(git status --porcelain -- . ':!results' ':!target')" ] || lab_dirty=true
 npm_version() { node -p 'require(process.argv[1]).version' "$audit_dir/node_modules/$1/package.json" 2>/dev/null || echo unknown; }
 command_line=("scripts/federation-audit.sh" "$audit_dir")
+[ "$gateway" = "$repo/target/release/gateway" ] || command_line+=(--gateway "$gateway")
 [ ${#suites[@]} -eq 0 ] || for s in "${suites[@]}"; do command_line+=(--suite "$s"); done
 command_line+=(--mode "$mode")
 [ ${#gateway_args[@]} -eq 0 ] || command_line+=(-- "${gateway_args[@]}")

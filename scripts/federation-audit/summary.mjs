@@ -7,12 +7,14 @@
 //   wrong-data  wrong answer with no error: the worst defect
 //   no-answer   no GraphQL JSON came back
 //   flaky       failed in the audit's run, passed on the replay
-// A case the audit passed and the replay failed is listed under "disagreements".
+// A case the audit passed and the replay failed is listed under "disagreements", and so is
+// a suite whose gateway failed its health check in the audit's run (its test log says so)
+// but started on the replay, or the other way round.
 // With --replay-only (a partial run of chosen suites, no results.txt) the replay's own
 // verdicts stand in for the audit's, and the summary says so.
 // Usage: node summary.mjs --run-dir DIR [--replay-only]
 //   reads DIR/manifest.json, DIR/cases.json, DIR/results.txt; writes DIR/summary.{json,md}
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 
@@ -52,6 +54,18 @@ const suites = replay.suites.map((suite) => {
     }
     failing.push(entry);
   });
+  // the audit's runner notes in the suite's test log when the gateway never became healthy
+  const testsLog = join(dir, "logs", `${suite.id}-tests.log`);
+  if (marks && existsSync(testsLog)) {
+    const refusedInAudit = readFileSync(testsLog, "utf8").includes("Health check failed");
+    const refusedOnReplay = suite.startup_error != null;
+    if (refusedInAudit !== refusedOnReplay) {
+      disagreements.push({
+        case: suite.id,
+        note: refusedInAudit ? "the gateway never became healthy in the audit's run, but started on the replay" : "the gateway started in the audit's run, but not on the replay",
+      });
+    }
+  }
   if (marks && marks.length > suite.cases.length) {
     disagreements.push({ case: suite.id, note: `the audit reported ${marks.length} cases, the replay has ${suite.cases.length}` });
   }
