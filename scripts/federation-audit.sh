@@ -62,6 +62,7 @@ command -v node >/dev/null || die "node is missing (Node 20 or later; apt-get in
 command -v npm >/dev/null || die "npm is missing (it comes with node)"
 command -v git >/dev/null || die "git is missing"
 command -v curl >/dev/null || die "curl is missing (apt-get install curl)"
+command -v python3 >/dev/null || die "python3 is missing (it finds free ports; apt-get install python3)"
 node_major=$(node -p 'process.versions.node.split(".")[0]')
 [ "$node_major" -ge 20 ] || die "node $(node --version) is too old: the audit needs Node 20 or later"
 [ -d "$audit_dir" ] || die "AUDIT_DIR $audit_dir is not a folder (clone graphql-hive/federation-gateway-audit from GitHub: docs/federation-audit.md)"
@@ -134,7 +135,7 @@ mkdir -p "$work/audit" "$work/replay"
 
 pids=()
 cleanup() {
-  local p
+  local status=$? p
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   # a gateway whose run script could not stop it (the runner killed, say)
@@ -142,6 +143,9 @@ cleanup() {
     if [ -f "$f" ]; then kill "$(cat "$f")" 2>/dev/null || true; fi
   done
   if $keep_work; then echo "federation-audit.sh: scratch folder kept: $work" >&2; else rm -rf "$work"; fi
+  if [ "$status" -ne 0 ] && [ ! -f "$out/summary.md" ]; then
+    echo "federation-audit.sh: the run did not complete; what it wrote is in $out (no summary.md): not a result to keep" >&2
+  fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

@@ -52,7 +52,10 @@ if (!Number.isFinite(startupTimeoutMs) || startupTimeoutMs <= 0) {
 mkdirSync(values.work, { recursive: true });
 mkdirSync(values.logs, { recursive: true });
 
-const ids = values.suite?.length ? values.suite : await getJson(`${values.server}/ids`);
+const known = await getJson(`${values.server}/ids`);
+const unknown = (values.suite ?? []).filter((id) => !known.includes(id));
+if (unknown.length) fail(`no suite ${unknown.join(", ")} in this audit; it has: ${known.join(", ")}`);
+const ids = values.suite?.length ? values.suite : known;
 const suites = [];
 for (const id of ids) {
   const tests = await getJson(`${values.server}/${encodeURIComponent(id)}/tests`);
