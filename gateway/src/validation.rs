@@ -20,7 +20,7 @@ use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, N
 use async_graphql::{ServerError, ValidationMode, ValidationResult, Variables};
 use async_graphql_parser::types::{BaseType, ExecutableDocument, Type};
 
-use crate::supergraph::{ArgDef, FieldDef, Kind, Supergraph};
+use crate::supergraph::{ArgDef, FieldDef, Kind, ObjectDef, Supergraph};
 
 /// Limits the schema enforces on every document.
 #[derive(Debug, Clone)]
@@ -147,7 +147,7 @@ fn schema(
                     obj = obj.implement(i.as_str());
                 }
                 for field in object.fields.values() {
-                    obj = obj.field(field_of(field));
+                    obj = obj.field(field_of(field, covariant(supergraph, object, field)));
                 }
                 builder.register(obj)
             }
@@ -226,8 +226,9 @@ fn schema(
 
 /// An object's field; its resolver is never called (the gateway executes every
 /// field itself).
-fn field_of(field: &FieldDef) -> Field {
-    let mut f = Field::new(field.name.as_str(), type_ref(&field.ty), |_| {
+fn field_of(field: &FieldDef, ty: Option<&Type>) -> Field {
+    let ty = ty.unwrap_or(&field.ty);
+    let mut f = Field::new(field.name.as_str(), type_ref(ty), |_| {
         FieldFuture::Value(None)
     });
     if let Some(d) = &field.description {
@@ -240,6 +241,24 @@ fn field_of(field: &FieldDef) -> Field {
         f = f.argument(input_value(arg));
     }
     f
+}
+
+/// The type to give an object's field that an interface it implements declares
+/// with a wider type (`Book.similar: [Book]` for `Similar.similar: [Product]`):
+/// async-graphql's schema accepts an implementation's field only when its named
+/// type equals the interface's, so such a field is declared with the interface's
+/// type (what validation then accepts beneath it is the interface's fields; its
+/// introspection shows the interface's type). `None` when the types agree.
+fn covariant<'a>(
+    supergraph: &'a Supergraph,
+    object: &ObjectDef,
+    field: &FieldDef,
+) -> Option<&'a Type> {
+    object.implements.iter().find_map(|i| {
+        let declared = supergraph.field(i, &field.name)?;
+        (crate::supergraph::base_name(&declared.ty) != crate::supergraph::base_name(&field.ty))
+            .then_some(&declared.ty)
+    })
 }
 
 fn type_ref(ty: &Type) -> TypeRef {

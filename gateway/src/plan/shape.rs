@@ -28,6 +28,12 @@ pub struct Selection {
     pub type_name: Arc<str>,
     /// One per object type the position may hold, sorted by name.
     pub variants: Vec<Variant>,
+    /// At an interface or union, the fields every object there answers, whatever
+    /// its type (those selected on the position's type itself), when every variant
+    /// answers just those and `__typename` is not among them: then an object whose
+    /// concrete type no answer names (the plan did not need it, or an interface
+    /// object's answer names its interface) is written with these.
+    pub common: Option<Variant>,
 }
 
 /// The fields an object of one concrete type answers.
@@ -57,8 +63,11 @@ pub struct OutField {
 pub enum FieldKind {
     /// The object's type name, answered by the gateway.
     Typename,
-    /// A scalar or enum value, copied as the subgraph wrote it.
+    /// A scalar value, copied as the subgraph wrote it.
     Leaf,
+    /// An enum value, copied as the subgraph wrote it when the public enum has it
+    /// (a value the public schema hides, `@inaccessible`, is no value).
+    Enum(Arc<[Box<str>]>),
     /// Objects, with their selection.
     Object(Box<Selection>),
     /// async-graphql's introspection answer (root selection only).
@@ -138,6 +147,10 @@ impl Selection {
                             .sum::<usize>()
                 })
                 .sum::<usize>()
+            + self
+                .common
+                .as_ref()
+                .map_or(0, |c| c.fields.len() * std::mem::size_of::<OutField>())
     }
 }
 
@@ -146,6 +159,7 @@ pub struct Shaper<'a> {
     pub supergraph: &'a Supergraph,
     pub view: DocumentView<'a>,
     fields: usize,
+    enums: std::collections::HashMap<String, Arc<[Box<str>]>>,
 }
 
 impl<'a> Shaper<'a> {
@@ -154,6 +168,7 @@ impl<'a> Shaper<'a> {
             supergraph,
             view,
             fields: 0,
+            enums: Default::default(),
         }
     }
 
@@ -189,6 +204,7 @@ impl<'a> Shaper<'a> {
                 type_name: name,
                 fields,
             }],
+            common: None,
         };
         Ok((selection, introspection))
     }
@@ -218,10 +234,52 @@ impl<'a> Shaper<'a> {
             });
         }
         variants.sort_by(|a, b| a.type_name.cmp(&b.type_name));
+        let common = if supergraph.is_abstract(ty) {
+            let interfaces: Vec<String> = supergraph
+                .fields_of(ty)
+                .map(|o| o.implements.clone())
+                .unwrap_or_default();
+            let merged = self.view.merged(
+                &|on: &str| on == ty || interfaces.iter().any(|i| i == on),
+                sets,
+            );
+            let mut fields = Vec::with_capacity(merged.len());
+            for m in merged {
+                fields.push(self.field(ty, &m)?);
+            }
+            // `__typename` needs the concrete type: no common variant answers it.
+            let uniform = !fields.iter().any(|f| matches!(f.kind, FieldKind::Typename))
+                && variants.iter().all(|v| {
+                    v.fields.len() == fields.len()
+                        && v.fields.iter().zip(&fields).all(|(a, b)| a.key == b.key)
+                });
+            uniform.then(|| Variant {
+                type_name: ty.into(),
+                fields,
+            })
+        } else {
+            None
+        };
         Ok(Selection {
             type_name: ty.into(),
             variants,
+            common,
         })
+    }
+
+    /// The values of the public enum `ty` (sorted), once per enum.
+    fn enum_values(&mut self, ty: &str) -> Option<Arc<[Box<str>]>> {
+        if let Some(values) = self.enums.get(ty) {
+            return Some(values.clone());
+        }
+        let crate::supergraph::Kind::Enum(values) = &self.supergraph.types.get(ty)?.kind else {
+            return None;
+        };
+        let mut names: Vec<Box<str>> = values.iter().map(|v| v.name.as_str().into()).collect();
+        names.sort();
+        let names: Arc<[Box<str>]> = names.into();
+        self.enums.insert(ty.to_string(), names.clone());
+        Some(names)
     }
 
     fn merged(&self, concrete: &str, sets: &[&'a SelectionSet]) -> Vec<Merged<'a>> {
@@ -256,6 +314,8 @@ impl<'a> Shaper<'a> {
         let base = base_name(&def.ty);
         let kind = if self.supergraph.is_composite(base) {
             FieldKind::Object(Box::new(self.selection(base, &m.sets)?))
+        } else if let Some(values) = self.enum_values(base) {
+            FieldKind::Enum(values)
         } else {
             FieldKind::Leaf
         };

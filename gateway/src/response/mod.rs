@@ -220,30 +220,47 @@ impl<'a> Writer<'a> {
     /// Write the object `view` with `selection`. False when a non-null field is
     /// null: the caller must null the object.
     fn object(&mut self, out: &mut Vec<u8>, selection: &'a Selection, view: &Nodes) -> bool {
-        let variant = match selection.only() {
-            Some(v) if !self.supergraph.is_abstract(&selection.type_name) => Some(v),
-            _ => self
-                .data
-                .typename(view, self.supergraph)
-                .and_then(|t| selection.variant(&t)),
+        let supergraph = self.supergraph;
+        let chosen = match selection.only() {
+            Some(v) if !supergraph.is_abstract(&selection.type_name) => Ok(v),
+            _ => match self.data.typename(view, supergraph) {
+                Some(t) => match selection.variant(&t) {
+                    Some(v) => Ok(v),
+                    // An interface object's answer names its interface.
+                    None if supergraph.is_abstract(&t) => {
+                        selection.common.as_ref().ok_or_else(|| {
+                            format!(
+                                "no subgraph answer names the concrete type of this {t}"
+                            )
+                        })
+                    }
+                    None if supergraph.fields_of(&t).is_some() => Err(format!(
+                        "a subgraph returned an object of type {t}, which {} cannot hold",
+                        selection.type_name
+                    )),
+                    // A type the public schema hides (`@inaccessible`) or does not have.
+                    None => Err(format!(
+                        "a subgraph returned an object of type {t}, which the schema does not expose"
+                    )),
+                },
+                None => selection.common.as_ref().ok_or_else(|| {
+                    format!(
+                        "a subgraph returned an object of {} without its __typename",
+                        selection.type_name
+                    )
+                }),
+            },
         };
-        let Some(variant) = variant else {
-            let message = match self.data.typename(view, self.supergraph) {
-                Some(t) => format!(
-                    "a subgraph returned an object of type {t}, which {} cannot hold",
-                    selection.type_name
-                ),
-                None => format!(
-                    "a subgraph returned an object of {} without its __typename",
-                    selection.type_name
-                ),
-            };
-            match self.explanation() {
-                Explanation::Reported => {}
-                Explanation::Failed(failure) => self.error(failure, None),
-                Explanation::None => self.error(&message, None),
+        let variant = match chosen {
+            Ok(v) => v,
+            Err(message) => {
+                match self.explanation() {
+                    Explanation::Reported => {}
+                    Explanation::Failed(failure) => self.error(failure, None),
+                    Explanation::None => self.error(&message, None),
+                }
+                return false;
             }
-            return false;
         };
         self.fields(out, variant, view)
     }
@@ -272,7 +289,7 @@ impl<'a> Writer<'a> {
                     );
                     true
                 }
-                FieldKind::Leaf | FieldKind::Object(_) => {
+                FieldKind::Leaf | FieldKind::Enum(_) | FieldKind::Object(_) => {
                     let (values, null) = self.data.member(view, &field.key);
                     if values.is_empty() {
                         if !null {
@@ -343,6 +360,23 @@ impl<'a> Writer<'a> {
             if self.object(out, selection, &view) {
                 return true;
             }
+        } else if let FieldKind::Enum(values) = &field.kind {
+            let name = value.as_str();
+            let known = name
+                .as_deref()
+                .is_some_and(|n| values.binary_search_by(|v| (**v).cmp(n)).is_ok());
+            if !known {
+                let message = format!(
+                    "{} returned {}, which its enum type does not have",
+                    field.coordinate,
+                    String::from_utf8_lossy(value.raw())
+                );
+                self.error(&message, Some(field.pos));
+                out.extend_from_slice(b"null");
+                return field.shape.nullable(level);
+            }
+            out.extend_from_slice(value.raw());
+            return true;
         } else {
             out.extend_from_slice(value.raw());
             return true;
