@@ -17,10 +17,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use gateway::answer::piece::Piece;
 use gateway::caching::{CacheSettings, ResolverCache, StorageKind};
-use gateway::piece::Piece;
 use gateway::plan::{Fetch, FetchKind, Plan, Planner};
-use gateway::request::RequestInput;
+use gateway::server::request::RequestInput;
 use gateway::supergraph::Subgraph;
 use gateway::upstream::FetchError;
 

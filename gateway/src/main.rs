@@ -6,13 +6,13 @@ use std::time::Duration;
 use cache_core::storage::Eviction;
 use clap::{Args, Parser, Subcommand};
 use gateway::caching::{build_strategies, RedisSettings, RedisTarget, StorageKind};
-use gateway::connections::ServeOptions;
-use gateway::load::LoadLimits;
-use gateway::request::RequestLimits;
+use gateway::documents::validation::DocumentLimits;
+use gateway::server::connections::ServeOptions;
+use gateway::server::load::LoadLimits;
+use gateway::server::request::RequestLimits;
 use gateway::startup::{Backoff, GatewayConfig, GraphSource};
 use gateway::supergraph::Subgraph;
 use gateway::upstream::{SubgraphLimits, UpstreamArgs};
-use gateway::validation::DocumentLimits;
 
 /// The `mimalloc` build's allocator (README "Allocator and hashing").
 #[cfg(feature = "mimalloc")]

@@ -3,7 +3,7 @@
 //!
 //! 1. **Document**: the document cache ([`crate::documents`]) by the text's hash. A
 //!    new document is parsed, admitted (field counts, reserved names) and validated
-//!    by async-graphql ([`crate::validation`]) before it is kept.
+//!    by async-graphql ([`crate::documents::validation`]) before it is kept.
 //! 2. **Operation and variables**: the operation the request names, its variables'
 //!    defaults, and whether the variables fit their declared types.
 //! 3. **Plan**: the document's plan for this operation and these `@skip`/`@include`
@@ -27,17 +27,17 @@ use async_graphql_parser::types::{
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
+use crate::documents::validation::{DocumentLimits, Validator};
 use crate::documents::{
     admit, check_variables, CachedDocument, DocumentCache, DocumentKey, KeptPlan, Refusal,
 };
 use crate::execute::Executor;
-use crate::metrics::Metrics;
 use crate::plan::{Conditions, DocumentView, Plan, Planner};
-use crate::request::{
+use crate::server::metrics::Metrics;
+use crate::server::request::{
     text_nesting, GraphqlRequest, MediaType, Rejection, RequestInput, RequestLimits,
 };
 use crate::supergraph::Supergraph;
-use crate::validation::{DocumentLimits, Validator};
 
 /// Everything the request path needs.
 pub struct App {

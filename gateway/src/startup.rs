@@ -13,15 +13,15 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context as _};
 
 use crate::caching::{CacheSettings, ResolverCache};
+use crate::documents::validation::{DocumentLimits, Validator};
 use crate::documents::DocumentCache;
 use crate::execute::Executor;
-use crate::metrics::Metrics;
 use crate::pipeline::App;
 use crate::plan::Planner;
-use crate::request::RequestLimits;
+use crate::server::metrics::Metrics;
+use crate::server::request::RequestLimits;
 use crate::supergraph::{Subgraph, Supergraph};
 use crate::upstream::{Upstream, UpstreamSettings};
-use crate::validation::{DocumentLimits, Validator};
 
 /// How long and how often to retry reading a subgraph's SDL.
 #[derive(Debug, Clone)]

@@ -58,10 +58,10 @@ pub use settings::{
     RedisTarget, StorageKind,
 };
 
+use crate::answer::piece::Piece;
 use crate::fast_map::FastMap;
-use crate::piece::Piece;
 use crate::plan::{EntityGroup, Fetch, Plan, RootFetch};
-use crate::request::RequestInput;
+use crate::server::request::RequestInput;
 use crate::upstream::FetchError;
 use tiers::Tier;
 

@@ -33,6 +33,7 @@
 //! one is rejected again (cheaply, since it is usually small) when it is resent.
 
 mod admission;
+pub mod validation;
 mod weigh;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -198,7 +199,7 @@ impl DocumentCache {
     /// Prometheus text: `gateway_document_cache_{hits,misses,evictions}_total`,
     /// `gateway_document_cache_bytes`, `gateway_document_cache_capacity_bytes`.
     pub fn prometheus(&self) -> String {
-        use crate::metrics::family;
+        use crate::server::metrics::family;
         let mut out = String::with_capacity(1024);
         let counters = [
             ("hits", "documents found parsed", &self.hits),

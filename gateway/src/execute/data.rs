@@ -22,8 +22,8 @@ use std::sync::Arc;
 
 use hive_router_query_planner::ast::selection_item::SelectionItem;
 
+use crate::answer::tape::{Kind, Tape, Value};
 use crate::fast_map::FastMap;
-use crate::json::{Kind, Tape, Value};
 use crate::plan::PathSegment;
 use crate::supergraph::Supergraph;
 use crate::upstream::PathItem;

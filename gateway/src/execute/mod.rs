@@ -29,7 +29,7 @@
 //! field or object it was for (the response reports it at each field it left
 //! without a value).
 //!
-//! [`Tape`]: crate::json::Tape
+//! [`Tape`]: crate::answer::tape::Tape
 
 pub mod data;
 mod rewrites;
@@ -43,14 +43,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
+use crate::answer::piece::Piece;
 use crate::caching::{Call, ResolverCache};
+use crate::documents::validation::Validator;
 use crate::fast_map::FastMap;
-use crate::piece::Piece;
 use crate::plan::{EntityGroup, Fetch, FetchId, FetchKind, Plan, RootFetch, Step};
-use crate::request::RequestInput;
+use crate::server::request::RequestInput;
 use crate::supergraph::Supergraph;
 use crate::upstream::{FetchError, PathItem, Upstream};
-use crate::validation::Validator;
 use data::{Data, Node};
 use subgraph_request::{Item, SubgraphRequest};
 

@@ -24,10 +24,10 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 
 use super::rewrites;
-use crate::json::{Tape, Value};
-use crate::piece::Piece;
+use crate::answer::piece::Piece;
+use crate::answer::tape::{Tape, Value};
 use crate::plan::{Fetch, FetchId, FetchKind, Plan};
-use crate::request::RequestInput;
+use crate::server::request::RequestInput;
 use crate::supergraph::Supergraph;
 use crate::upstream::{
     request_body, FetchError, PathItem, SubgraphRequest as Exchange, Upstream, UpstreamError,

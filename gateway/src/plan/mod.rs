@@ -4,18 +4,18 @@
 //! Planning is Hive's query planner (`hive-router-query-planner`, the planner
 //! behind Hive Router's 199/199 in the federation audit), built once from the
 //! supergraph ([`Planner`]). For each new document the planner gives a tree of
-//! fetches (sequence, parallel, flatten, batch, condition); [`build`] turns it into
+//! fetches (sequence, parallel, flatten, batch, condition); `build` turns it into
 //! the gateway's own [`Plan`]:
 //!
 //! - **steps and fetches** ([`Step`], [`Fetch`]): every request text written out
 //!   once, root fetches split into one request per root field (so that each root
 //!   field is cached under its own `Type.field` namespace, and fails alone), and,
 //!   when a cache keeps references, every entity in an answer asked for its key
-//!   fields under reserved aliases ([`operation`]);
+//!   fields under reserved aliases (`operation`);
 //! - **shape** ([`Selection`]): the client's selection per concrete type, fields
 //!   merged by response key in query order, with what each field's type allows
 //!   (null, lists), so that the response writer ([`crate::response`]) needs no
-//!   schema lookups ([`shape`]).
+//!   schema lookups (`shape`).
 //!
 //! The shape depends on the values of the variables the document's
 //! `@skip`/`@include` read, so a plan is kept per operation and per combination of

@@ -26,11 +26,11 @@ mod introspection;
 use async_graphql::ServerError;
 use async_graphql_parser::Pos;
 
+use crate::answer::tape::Kind;
 use crate::execute::data::{Data, Nodes};
 use crate::execute::{FoundError, Outcome};
-use crate::json::Kind;
 use crate::plan::{FieldKind, OutField, Plan, Selection, Variant};
-use crate::request::RequestInput;
+use crate::server::request::RequestInput;
 use crate::supergraph::Supergraph;
 use crate::upstream::PathItem;
 

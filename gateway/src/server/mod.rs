@@ -6,13 +6,20 @@
 //! straight from hyper to its handler ([`Gateway`]); the other routes go through an
 //! axum router, whose per-request layers (routing, extractors, boxed services) the
 //! hot path does not need. Clients that send half a request and stall are cut off by
-//! the header-read timeout ([`crate::connections`]) and the body-read timeout
-//! ([`crate::request`]), on their own connection only.
+//! the header-read timeout ([`crate::server::connections`]) and the body-read timeout
+//! ([`crate::server::request`]), on their own connection only.
 //!
 //! Every `/graphql` request is first admitted by [`Load`]: past
 //! `--max-concurrent-requests` it is answered `503` with `Retry-After` at once. The
 //! connections themselves (their limit, the lingering close, the drain on SIGTERM) are
-//! [`crate::connections`]'.
+//! [`crate::server::connections`]'.
+
+pub mod connections;
+pub mod linger;
+pub mod load;
+pub mod metrics;
+pub mod profile;
+pub mod request;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -31,10 +38,10 @@ use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::service::TowerToHyperService;
 
-use crate::connections::{Drained, ServeOptions};
-use crate::load::{overloaded, Load, LoadLimits};
 use crate::pipeline::{handle, reject, App};
-use crate::request::{check_content_type, read_body, GraphqlRequest, MediaType, Rejection};
+use crate::server::connections::{Drained, ServeOptions};
+use crate::server::load::{overloaded, Load, LoadLimits};
+use crate::server::request::{check_content_type, read_body, GraphqlRequest, MediaType, Rejection};
 
 /// The gateway's routes, without limits on connections or requests in progress.
 pub fn router(app: Arc<App>) -> Gateway {
@@ -55,7 +62,7 @@ pub fn router_with_limits(app: Arc<App>, limits: LoadLimits) -> Gateway {
         .route("/health", get(|| async { "ok" }))
         .route("/metrics", get(metrics));
     if app.profiling {
-        others = others.route("/debug/profile", get(crate::profile::handler));
+        others = others.route("/debug/profile", get(crate::server::profile::handler));
     }
     Gateway {
         others: TowerToHyperService::new(others.with_state(app.clone())),
@@ -227,7 +234,7 @@ pub async fn serve(
 }
 
 /// Accept connections on `listener` and serve `service` until `shutdown` resolves,
-/// then drain them for up to `options.drain_timeout` ([`crate::connections`]).
+/// then drain them for up to `options.drain_timeout` ([`crate::server::connections`]).
 pub async fn serve_draining(
     listener: tokio::net::TcpListener,
     service: impl Into<Service>,
@@ -236,5 +243,5 @@ pub async fn serve_draining(
 ) -> Drained {
     let service: Service = service.into();
     let load = service.load();
-    crate::connections::serve(listener, service, load, options, shutdown).await
+    crate::server::connections::serve(listener, service, load, options, shutdown).await
 }

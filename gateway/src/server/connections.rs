@@ -5,7 +5,7 @@
 //! closes every connection with it. A connection past `--max-connections` is not
 //! served: it is written a complete `503` with `Retry-After` and `connection: close`
 //! (one non-blocking write into a fresh socket's buffer) and closed lingering, so the
-//! client reads the refusal instead of a reset ([`crate::linger`]).
+//! client reads the refusal instead of a reset ([`crate::server::linger`]).
 //!
 //! **The drain.** When `shutdown` resolves (SIGTERM or SIGINT in the gateway process):
 //! 1. the listener is dropped, so new connections are refused by the kernel at once;
@@ -25,8 +25,8 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use crate::linger::{linger, Lingering};
-use crate::load::{connection_refusal, Load};
+use crate::server::linger::{linger, Lingering};
+use crate::server::load::{connection_refusal, Load};
 use crate::server::Service;
 
 /// How connections are served and drained.

@@ -3,7 +3,7 @@
 //!
 //! Past `--max-concurrent-requests` a GraphQL request is answered `503` with
 //! `Retry-After` at once, before its body is read; past `--max-connections` a new
-//! connection gets the same answer and is closed (see [`crate::connections`]). So more
+//! connection gets the same answer and is closed (see [`crate::server::connections`]). So more
 //! load than the gateway can serve costs a cheap refusal each, never a queue that
 //! grows without bound: the requests it admits keep their latency, and when the load
 //! drops nothing is left queued to work off.
@@ -17,8 +17,8 @@ use std::sync::Arc;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use crate::linger::LingerCount;
-use crate::metrics::family;
+use crate::server::linger::LingerCount;
+use crate::server::metrics::family;
 
 /// Seconds a refused client is asked to wait (`Retry-After`).
 pub const RETRY_AFTER_SECS: u64 = 1;

@@ -18,7 +18,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use cache_core::CacheDirectives;
 
-use crate::json::{JsonError, Tape, Value};
+use crate::answer::tape::{JsonError, Tape, Value};
 use crate::upstream::UpstreamError;
 
 #[derive(Debug, Clone)]
