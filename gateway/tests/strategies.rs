@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use cache_core::strategies::{self, CATALOGUE};
 use cache_core::{Admission, Fetched, Lifetime, NamedStrategy, Strategy, StrategyContext};
 use common::{cache, gateway_over, metric, metrics_of, Lab, Server};
-use gateway::piece::Piece;
+use gateway::answer::piece::Piece;
 use serde_json::{json, Value};
 use subgraph_host::faults::{FaultPlan, Outage};
 use subgraph_host::{cli::CacheControl, Options};

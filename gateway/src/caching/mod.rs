@@ -58,10 +58,10 @@ pub use settings::{
     RedisTarget, StorageKind,
 };
 
-use crate::execute::RequestInput;
+use crate::answer::piece::Piece;
 use crate::fast_map::FastMap;
-use crate::piece::Piece;
-use crate::plan::{EntitySite, Plan, RootFetch};
+use crate::plan::{EntityGroup, Fetch, Plan, RootFetch};
+use crate::server::request::RequestInput;
 use crate::upstream::FetchError;
 use tiers::Tier;
 
@@ -222,15 +222,21 @@ impl ResolverCache {
         }
     }
 
-    /// The call for root field `root` of `plan`: keyed by its namespace, its
-    /// arguments (those the policy picks) and its sub-selection, with the values of
-    /// the variables it uses and of the headers the policy names.
-    pub fn root_call(&self, plan: &Plan, root: &RootFetch, input: &RequestInput) -> Call {
+    /// The call for root field `root` (fetch `fetch` of `plan`): keyed by its
+    /// namespace, its arguments (those the policy picks) and its sub-selection, with
+    /// the values of the variables it uses and of the headers the policy names.
+    pub fn root_call(
+        &self,
+        _plan: &Plan,
+        fetch: &Fetch,
+        root: &RootFetch,
+        input: &RequestInput,
+    ) -> Call {
         let slot = self.slot(&root.namespace);
         if Self::bypassed(&slot, input) {
             return Self::call(slot, None, input);
         }
-        let constant = root.variables.is_empty() && slot.rule.key.headers.is_empty();
+        let constant = fetch.variables.is_empty() && slot.rule.key.headers.is_empty();
         if constant {
             if let Some(&key) = root.constant_key.get() {
                 return Self::call(slot, Some(CacheKey::from_u128(key)), input);
@@ -248,7 +254,7 @@ impl ResolverCache {
             })
             .map(|(name, value)| (name.to_string(), input.resolve(value)))
             .collect();
-        let selection = self.selection_part(&slot, plan, &root.selection, &root.variables, input);
+        let selection = self.selection_part(&slot, &root.selection, &fetch.variables, input);
         let key = slot
             .namespace
             .key(&KeyParts::new().args(&args).selection(&selection.as_ref()));
@@ -258,20 +264,24 @@ impl ResolverCache {
         Self::call(slot, Some(key), input)
     }
 
-    /// The call for an entity of `site` whose representation (its `__typename` and
-    /// key fields, as JSON) is `representation`.
+    /// The call for an entity of type `ty` of `group` (fetch `fetch` of `plan`)
+    /// whose representation (its `__typename`, key fields and `@requires` inputs,
+    /// as JSON) is `representation`: two callers whose required inputs differ never
+    /// share an entry.
     pub fn entity_call(
         &self,
-        plan: &Plan,
-        site: &EntitySite,
+        _plan: &Plan,
+        fetch: &Fetch,
+        group: &EntityGroup,
+        ty: &str,
         representation: &str,
         input: &RequestInput,
     ) -> Call {
-        let slot = self.slot(&site.namespace);
+        let slot = self.slot(group.namespace(ty));
         if Self::bypassed(&slot, input) {
             return Self::call(slot, None, input);
         }
-        let selection = self.selection_part(&slot, plan, &site.selection, &site.variables, input);
+        let selection = self.selection_part(&slot, &group.selection, &fetch.variables, input);
         let key = slot.namespace.key(
             &KeyParts::new()
                 .parent(&representation)
@@ -285,18 +295,17 @@ impl ResolverCache {
     fn selection_part<'s>(
         &self,
         slot: &Slot,
-        plan: &Plan,
         selection: &'s str,
-        variables: &[usize],
+        variables: &[async_graphql_value::Name],
         input: &RequestInput,
     ) -> std::borrow::Cow<'s, str> {
         if variables.is_empty() && slot.rule.key.headers.is_empty() {
             return selection.into();
         }
         let mut text = selection.to_string();
-        for &v in variables {
+        for name in variables {
             text.push('\u{0}');
-            let value = input.variable(&plan.variables[v].name);
+            let value = input.variable(name);
             text.push_str(&value.map_or_else(|| "?".into(), |v| v.to_string()));
         }
         for header in &slot.rule.key.headers {

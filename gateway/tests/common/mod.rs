@@ -10,10 +10,10 @@ use std::time::Duration;
 use std::time::Instant;
 
 use axum::Router;
-use gateway::request::RequestLimits;
-use gateway::startup::{Backoff, GatewayConfig};
+use gateway::documents::validation::DocumentLimits;
+use gateway::server::request::RequestLimits;
+use gateway::startup::{Backoff, GatewayConfig, GraphSource};
 use gateway::supergraph::Subgraph;
-use gateway::validation::DocumentLimits;
 use serde_json::{json, Value};
 
 /// An HTTP server on a free port; dropping it closes the listener and every connection.
@@ -97,7 +97,7 @@ pub fn cache(ttl: f64) -> Option<gateway::caching::CacheSettings> {
 
 pub fn config(subgraphs: Vec<Subgraph>) -> GatewayConfig {
     GatewayConfig {
-        subgraphs,
+        graph: GraphSource::Compose(subgraphs),
         startup: Backoff {
             deadline: Duration::from_secs(10),
             first: Duration::from_millis(20),
@@ -155,7 +155,7 @@ impl Lab {
     /// `limits`.
     pub async fn start_custom(
         post: Router,
-        limits: gateway::load::LoadLimits,
+        limits: gateway::server::load::LoadLimits,
         tweak: impl FnOnce(&mut GatewayConfig),
     ) -> Lab {
         Lab::start_limited(user_router(), post, limits, tweak).await
@@ -170,7 +170,7 @@ impl Lab {
         Lab::start_limited(
             user_router,
             post_router,
-            gateway::load::LoadLimits::NONE,
+            gateway::server::load::LoadLimits::NONE,
             tweak,
         )
         .await
@@ -179,7 +179,7 @@ impl Lab {
     async fn start_limited(
         user_router: Router,
         post_router: Router,
-        limits: gateway::load::LoadLimits,
+        limits: gateway::server::load::LoadLimits,
         tweak: impl FnOnce(&mut GatewayConfig),
     ) -> Lab {
         let user = Server::start(user_router).await;
@@ -283,14 +283,14 @@ pub async fn gateway_over(
     post: &Server,
     tweak: impl FnOnce(&mut GatewayConfig),
 ) -> Server {
-    gateway_limited(user, post, gateway::load::LoadLimits::NONE, tweak).await
+    gateway_limited(user, post, gateway::server::load::LoadLimits::NONE, tweak).await
 }
 
 /// The same, shedding load past `limits`.
 pub async fn gateway_limited(
     user: &Server,
     post: &Server,
-    limits: gateway::load::LoadLimits,
+    limits: gateway::server::load::LoadLimits,
     tweak: impl FnOnce(&mut GatewayConfig),
 ) -> Server {
     let mut cfg = config(vec![

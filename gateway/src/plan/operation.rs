@@ -1,0 +1,260 @@
+//! Subgraph request texts: the planner's fetch documents, adjusted for the
+//! gateway, and written out.
+//!
+//! Two adjustments, both on the planner's own syntax tree before it is printed:
+//!
+//! - **one root field per request** ([`split_roots`]): the planner asks a subgraph
+//!   for all the root fields it owns in one request; the gateway caches and fails
+//!   per root field (`Query.me`), so each becomes a document of its own, with just
+//!   the variables and fragments it uses (a GraphQL document may declare no unused
+//!   variable or fragment);
+//! - **references** ([`add_reference_keys`]): with a cache, every object of an
+//!   entity type in an answer is asked for its `__typename` and its key fields
+//!   under reserved `_gw_k_*` aliases, so that each cache entry can name the
+//!   entities it holds (`User:u1`) and a mutation's answer the entities it touched
+//!   ([`crate::caching`]). Under an interface or union the aliases are asked per
+//!   concrete type, `_gw_k_<Type>__<field>`, since two types' key fields of one
+//!   name may differ in type, and one alias must have one type.
+
+use std::collections::{BTreeSet, HashMap};
+
+use hive_router_query_planner::ast::document::Document;
+use hive_router_query_planner::ast::selection_item::SelectionItem;
+use hive_router_query_planner::ast::selection_set::{
+    FieldSelection, InlineFragmentSelection, SelectionSet,
+};
+use hive_router_query_planner::state::supergraph_state::SupergraphState;
+
+use crate::supergraph::{SubgraphId, Supergraph, KEY_ALIAS_PREFIX};
+
+/// The documents of `doc`'s root fields, one each; `None` when its root selection
+/// holds anything but fields (then it is sent whole).
+pub fn split_roots(doc: &Document) -> Option<Vec<Document>> {
+    let items = &doc.operation.selection_set.items;
+    if items.len() < 2 || !items.iter().all(SelectionItem::is_field) {
+        return None;
+    }
+    Some(
+        items
+            .iter()
+            .map(|item| {
+                let mut part = doc.clone();
+                part.operation.selection_set.items = vec![item.clone()];
+                keep_used(&mut part);
+                part
+            })
+            .collect(),
+    )
+}
+
+/// Drop the fragments and variable declarations `doc` no longer uses.
+fn keep_used(doc: &mut Document) {
+    let mut fragments = BTreeSet::new();
+    spreads(&doc.operation.selection_set, &mut fragments);
+    // Fragments may spread fragments: close over them.
+    loop {
+        let before = fragments.len();
+        for f in &doc.fragments {
+            if fragments.contains(&f.name) {
+                let mut more = BTreeSet::new();
+                spreads(&f.selection_set, &mut more);
+                fragments.extend(more);
+            }
+        }
+        if fragments.len() == before {
+            break;
+        }
+    }
+    doc.fragments.retain(|f| fragments.contains(&f.name));
+    let mut used = doc.operation.selection_set.variable_usages();
+    for f in &doc.fragments {
+        used.extend(f.selection_set.variable_usages());
+    }
+    if let Some(defs) = &mut doc.operation.variable_definitions {
+        defs.retain(|d| used.contains(&d.name));
+    }
+}
+
+fn spreads(set: &SelectionSet, out: &mut BTreeSet<String>) {
+    for item in &set.items {
+        match item {
+            SelectionItem::Field(f) => spreads(&f.selections, out),
+            SelectionItem::InlineFragment(i) => spreads(&i.selections, out),
+            SelectionItem::FragmentSpread(name) => {
+                out.insert(name.clone());
+            }
+        }
+    }
+}
+
+/// The key fields to ask of subgraph objects, per (type, subgraph), parsed once.
+pub struct ReferenceKeys<'a> {
+    supergraph: &'a Supergraph,
+    state: &'a SupergraphState,
+    parsed: HashMap<(String, SubgraphId), Option<SelectionSet>>,
+}
+
+impl<'a> ReferenceKeys<'a> {
+    pub fn new(supergraph: &'a Supergraph, state: &'a SupergraphState) -> ReferenceKeys<'a> {
+        ReferenceKeys {
+            supergraph,
+            state,
+            parsed: HashMap::new(),
+        }
+    }
+
+    /// The key selection `subgraph` declares for `ty`, when it declares one.
+    fn key(&mut self, ty: &str, subgraph: SubgraphId) -> Option<SelectionSet> {
+        let supergraph = self.supergraph;
+        self.parsed
+            .entry((ty.to_string(), subgraph))
+            .or_insert_with(|| {
+                let fields = supergraph.key_in(ty, subgraph)?;
+                let doc = graphql_tools::parser::parse_query::<String>(&format!("{{{fields}}}"))
+                    .ok()?
+                    .into_static();
+                doc.definitions.into_iter().find_map(|d| match d {
+                    graphql_tools::parser::query::Definition::Operation(
+                        graphql_tools::parser::query::OperationDefinition::SelectionSet(set),
+                    ) => Some(SelectionSet::from(set)),
+                    _ => None,
+                })
+            })
+            .clone()
+    }
+
+    /// The type of field `field` of `ty` in the supergraph (any subgraph's view).
+    fn field_type(&self, ty: &str, field: &str) -> Option<String> {
+        self.state
+            .field_return_type_name(ty, field)
+            .map(str::to_string)
+    }
+
+    fn is_abstract(&self, ty: &str) -> bool {
+        use hive_router_query_planner::state::supergraph_state::SupergraphDefinition as D;
+        matches!(
+            self.state.definitions.get(ty),
+            Some(D::Interface(_) | D::Union(_))
+        )
+    }
+
+    /// Object types a value of abstract `ty` may be.
+    fn possible(&self, ty: &str) -> Vec<String> {
+        self.supergraph.possible_types(ty).to_vec()
+    }
+}
+
+/// Ask every entity in `doc`'s answer (sent to `subgraph`, its root of type
+/// `root_type`) for its `__typename` and key fields under reserved aliases.
+pub fn add_reference_keys(
+    doc: &mut Document,
+    root_type: &str,
+    subgraph: SubgraphId,
+    keys: &mut ReferenceKeys<'_>,
+) {
+    for item in &mut doc.operation.selection_set.items {
+        if let SelectionItem::Field(f) = item {
+            if f.name == "_entities" {
+                // Each `...on T` is a position of type T, whose own reference is its
+                // representation's: only what lies beneath needs keys.
+                for item in &mut f.selections.items {
+                    if let SelectionItem::InlineFragment(i) = item {
+                        let ty = i.type_condition.clone();
+                        beneath(&mut i.selections, &ty, subgraph, keys);
+                    }
+                }
+                continue;
+            }
+            if let Some(ty) = keys.field_type(root_type, &f.name) {
+                position(&mut f.selections, &ty, subgraph, keys);
+            }
+        }
+    }
+    for fragment in &mut doc.fragments {
+        let ty = fragment.type_condition.clone();
+        beneath(&mut fragment.selection_set, &ty, subgraph, keys);
+    }
+}
+
+/// A position of type `ty`: its own keys, then those of the objects beneath it.
+fn position(set: &mut SelectionSet, ty: &str, subgraph: SubgraphId, keys: &mut ReferenceKeys<'_>) {
+    if set.items.is_empty() {
+        return; // a leaf
+    }
+    if let Some(key) = keys.key(ty, subgraph) {
+        add_keys(set, &key, None);
+    } else if keys.is_abstract(ty) {
+        let mut fragments = Vec::new();
+        for concrete in keys.possible(ty) {
+            if let Some(key) = keys.key(&concrete, subgraph) {
+                let mut inner = SelectionSet { items: Vec::new() };
+                add_keys(&mut inner, &key, Some(&concrete));
+                fragments.push(SelectionItem::InlineFragment(InlineFragmentSelection {
+                    type_condition: concrete,
+                    selections: inner,
+                    skip_if: None,
+                    include_if: None,
+                }));
+            }
+        }
+        if !fragments.is_empty() {
+            typename(set);
+            set.items.extend(fragments);
+        }
+    }
+    beneath(set, ty, subgraph, keys);
+}
+
+/// The positions beneath the fields of `set` (whose objects are of type `ty`).
+fn beneath(set: &mut SelectionSet, ty: &str, subgraph: SubgraphId, keys: &mut ReferenceKeys<'_>) {
+    for item in &mut set.items {
+        match item {
+            SelectionItem::Field(f) if !f.selections.items.is_empty() => {
+                if let Some(child) = keys.field_type(ty, &f.name) {
+                    position(&mut f.selections, &child, subgraph, keys);
+                }
+            }
+            SelectionItem::InlineFragment(i) => {
+                let on = i.type_condition.clone();
+                beneath(&mut i.selections, &on, subgraph, keys);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Add `__typename` and `key`'s fields under reserved aliases (per concrete type
+/// when `concrete` names one).
+fn add_keys(set: &mut SelectionSet, key: &SelectionSet, concrete: Option<&str>) {
+    typename(set);
+    for item in &key.items {
+        if let SelectionItem::Field(k) = item {
+            let alias = match concrete {
+                Some(t) => format!("{KEY_ALIAS_PREFIX}{t}__{}", k.name),
+                None => format!("{KEY_ALIAS_PREFIX}{}", k.name),
+            };
+            let present = set.items.iter().any(
+                |i| matches!(i, SelectionItem::Field(f) if f.alias.as_deref() == Some(&alias)),
+            );
+            if !present {
+                set.items.push(SelectionItem::Field(FieldSelection {
+                    name: k.name.clone(),
+                    alias: Some(alias),
+                    selections: k.selections.clone(),
+                    ..Default::default()
+                }));
+            }
+        }
+    }
+}
+
+/// Add `__typename` to `set` unless it is there.
+fn typename(set: &mut SelectionSet) {
+    let present = set.items.iter().any(
+        |i| matches!(i, SelectionItem::Field(f) if f.name == "__typename" && f.alias.is_none()),
+    );
+    if !present {
+        set.items
+            .insert(0, SelectionItem::Field(FieldSelection::new_typename()));
+    }
+}
