@@ -128,10 +128,9 @@ fn bench(c: &mut Criterion) {
         "root_constant" => root_call(&constant, &no_variables),
         "root_variables" => root_call(&with_variables, &n_is_2),
         _ => cache.entity_call(
-            &entity,
             entity_fetch,
             &groups[0],
-            "User",
+            groups[0].namespace("User"),
             representation,
             &no_variables,
         ),

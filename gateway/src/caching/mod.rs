@@ -264,20 +264,19 @@ impl ResolverCache {
         Self::call(slot, Some(key), input)
     }
 
-    /// The call for an entity of type `ty` of `group` (fetch `fetch` of `plan`)
-    /// whose representation (its `__typename`, key fields and `@requires` inputs,
+    /// The call for an entity of `group` (of fetch `fetch`), in `namespace` (its
+    /// type's, [`EntityGroup::namespace`]), whose representation (its `__typename`, key fields and `@requires` inputs,
     /// as JSON) is `representation`: two callers whose required inputs differ never
     /// share an entry.
     pub fn entity_call(
         &self,
-        _plan: &Plan,
         fetch: &Fetch,
         group: &EntityGroup,
-        ty: &str,
+        namespace: &str,
         representation: &str,
         input: &RequestInput,
     ) -> Call {
-        let slot = self.slot(group.namespace(ty));
+        let slot = self.slot(namespace);
         if Self::bypassed(&slot, input) {
             return Self::call(slot, None, input);
         }

@@ -74,10 +74,27 @@ impl Nodes {
     }
 }
 
+/// One step of a place in the response, its keys borrowed from the plan.
+#[derive(Debug, Clone, Copy)]
+pub enum PathStep<'p> {
+    Key(&'p str),
+    Index(usize),
+}
+
+/// A place in the response as errors carry it.
+pub fn owned_path(path: &[PathStep<'_>]) -> Vec<PathItem> {
+    path.iter()
+        .map(|s| match s {
+            PathStep::Key(k) => PathItem::Key(k.to_string()),
+            PathStep::Index(i) => PathItem::Index(*i),
+        })
+        .collect()
+}
+
 /// An object to fetch entities for: its view, and its place in the response.
-pub struct Target {
+pub struct Target<'p> {
     pub view: Nodes,
-    pub path: Vec<PathItem>,
+    pub path: Vec<PathStep<'p>>,
 }
 
 /// Everything one request's fetches found.
@@ -87,11 +104,15 @@ pub struct Data {
     roots: Nodes,
     /// Per object, the entity answers merged into it, in order.
     merges: FastMap<Node, Nodes>,
+    /// Per tape, whether some object of it has answers merged into it (objects of
+    /// other tapes need no look-up in `merges`).
+    merged_into: Vec<bool>,
 }
 
 impl Data {
     pub fn add_tape(&mut self, tape: Arc<Tape>) -> TapeId {
         self.tapes.push(tape);
+        self.merged_into.push(false);
         (self.tapes.len() - 1) as TapeId
     }
 
@@ -102,6 +123,7 @@ impl Data {
 
     /// An entity answer for the object `target`.
     pub fn merge(&mut self, target: Node, answer: Node) {
+        self.merged_into[target.tape as usize] = true;
         self.merges.entry(target).or_default().push(answer);
     }
 
@@ -128,7 +150,7 @@ impl Data {
 
     fn expand(&self, node: Node, out: &mut Nodes, depth: usize) {
         out.push(node);
-        if depth > 64 || self.merges.is_empty() {
+        if depth > 64 || !self.merged_into[node.tape as usize] {
             return;
         }
         if let Some(merged) = self.merges.get(&node) {
@@ -158,6 +180,25 @@ impl Data {
         (found, null)
     }
 
+    /// [`Data::member`], trying the member after `cursor` first when the view is
+    /// one object (members usually come in the order they are read).
+    pub fn member_from(&self, view: &Nodes, key: &str, cursor: &mut u32) -> (Nodes, bool) {
+        match (view.first, view.rest.is_empty()) {
+            (Some(node), true) => match self.value(node).get_from(key, cursor) {
+                Some(v) if v.is_null() => (Nodes::default(), true),
+                Some(v) => (
+                    Nodes::one(Node {
+                        tape: node.tape,
+                        index: v.index(),
+                    }),
+                    false,
+                ),
+                None => (Nodes::default(), false),
+            },
+            _ => self.member(view, key),
+        }
+    }
+
     /// Item `i` of each list in `lists` that has one (the values at one place of a
     /// merged list).
     pub fn element(&self, lists: &Nodes, i: usize) -> Nodes {
@@ -184,20 +225,29 @@ impl Data {
     /// an object type (an interface object's answer names its interface), else the
     /// first there is.
     pub fn typename<'s>(&'s self, view: &Nodes, supergraph: &Supergraph) -> Option<Cow<'s, str>> {
-        let mut first = None;
-        for node in view.iter() {
-            if let Some(name) = self.value(node).get("__typename").and_then(|t| t.as_str()) {
-                if supergraph.fields_of(&name).is_some() && !supergraph.is_abstract(&name) {
-                    return Some(name);
-                }
-                first.get_or_insert(name);
-            }
+        if let (Some(node), true) = (view.first, view.rest.is_empty()) {
+            return self
+                .value(node)
+                .get("__typename")
+                .and_then(|t| t.as_str());
         }
-        first
+        let names: Vec<Cow<'s, str>> = view
+            .iter()
+            .filter_map(|node| self.value(node).get("__typename").and_then(|t| t.as_str()))
+            .collect();
+        match names.split_first() {
+            None => None,
+            Some((first, rest)) if rest.iter().all(|n| n == first) => Some(first.clone()),
+            Some((first, _)) => names
+                .iter()
+                .find(|n| supergraph.fields_of(n).is_some() && !supergraph.is_abstract(n))
+                .or(Some(first))
+                .cloned(),
+        }
     }
 
     /// The objects at `path`, each with its view and its place in the response.
-    pub fn targets(&self, path: &[PathSegment], supergraph: &Supergraph) -> Vec<Target> {
+    pub fn targets<'p>(&self, path: &'p [PathSegment], supergraph: &Supergraph) -> Vec<Target<'p>> {
         let mut out = Vec::new();
         let mut at = Vec::new();
         let root = self.root_view();
@@ -205,13 +255,13 @@ impl Data {
         out
     }
 
-    fn walk(
+    fn walk<'p>(
         &self,
         values: &Nodes,
-        path: &[PathSegment],
-        at: &mut Vec<PathItem>,
+        path: &'p [PathSegment],
+        at: &mut Vec<PathStep<'p>>,
         supergraph: &Supergraph,
-        out: &mut Vec<Target>,
+        out: &mut Vec<Target<'p>>,
     ) {
         let Some(first) = values.first() else {
             return;
@@ -224,7 +274,7 @@ impl Data {
                     _ => path,
                 };
                 for i in 0..self.list_len(values) {
-                    at.push(PathItem::Index(i));
+                    at.push(PathStep::Index(i));
                     self.walk(&self.element(values, i), rest, at, supergraph, out);
                     at.pop();
                 }
@@ -238,7 +288,7 @@ impl Data {
                     }),
                     Some(PathSegment::Field(key)) => {
                         let (child, _) = self.member(&view, key);
-                        at.push(PathItem::Key(key.to_string()));
+                        at.push(PathStep::Key(key));
                         self.walk(&child, &path[1..], at, supergraph, out);
                         at.pop();
                     }

@@ -51,7 +51,7 @@ use crate::plan::{EntityGroup, Fetch, FetchId, FetchKind, Plan, RootFetch, Step}
 use crate::server::request::RequestInput;
 use crate::supergraph::Supergraph;
 use crate::upstream::{FetchError, PathItem, Upstream};
-use data::{Data, Node};
+use data::{owned_path, Data, Node, PathStep};
 use subgraph_request::{Item, SubgraphRequest};
 
 /// An error found during execution, at its place in the response.
@@ -96,9 +96,9 @@ struct Found {
 
 impl Found {
     /// Record `piece`'s errors (paths relative to `at`) and its staleness.
-    fn note(&mut self, piece: &Piece, at: &[PathItem]) {
+    fn note(&mut self, piece: &Piece, at: &[PathStep<'_>]) {
         for e in piece.errors.iter() {
-            let mut path = at.to_vec();
+            let mut path = owned_path(at);
             path.extend(e.path.iter().cloned());
             self.errors.push(FoundError {
                 path,
@@ -108,7 +108,7 @@ impl Found {
             });
         }
         if let Some(stale_for) = piece.served_stale {
-            self.stale.push((at.to_vec(), stale_for));
+            self.stale.push((owned_path(at), stale_for));
         }
     }
 
@@ -136,11 +136,11 @@ struct Run<'a> {
 }
 
 /// One distinct representation of an entity fetch, and the objects it is for.
-struct Entity {
+struct Entity<'p> {
     item: Item,
-    /// Its type (for the cache namespace).
-    typename: Box<str>,
-    targets: Vec<(Node, Vec<PathItem>)>,
+    /// Its cache namespace (by its type).
+    namespace: &'p Arc<str>,
+    targets: Vec<(Node, Vec<PathStep<'p>>)>,
 }
 
 impl Executor {
@@ -178,8 +178,8 @@ impl Executor {
     }
 }
 
-impl Run<'_> {
-    fn step<'s>(&'s self, step: &'s Step) -> Boxed<'s> {
+impl<'a> Run<'a> {
+    fn step<'s>(&'s self, step: &'a Step) -> Boxed<'s> {
         Box::pin(async move {
             match step {
                 Step::Sequence(steps) => {
@@ -205,7 +205,8 @@ impl Run<'_> {
                     }
                 }
                 Step::Fetch(id) => {
-                    let fetch = &self.plan.fetches[*id as usize];
+                    let plan: &'a Plan = self.plan;
+                    let fetch = &plan.fetches[*id as usize];
                     match &fetch.kind {
                         FetchKind::Root(root) => self.root(*id, fetch, root).await,
                         FetchKind::Entities(groups) => self.entities(*id, fetch, groups).await,
@@ -287,7 +288,7 @@ impl Run<'_> {
                     }
                     Some(at) => {
                         for t in found.data.targets(at, supergraph) {
-                            found.fail(t.path, message.clone());
+                            found.fail(owned_path(&t.path), message.clone());
                         }
                     }
                 }
@@ -337,12 +338,14 @@ impl Run<'_> {
     }
 
     /// An entity fetch: every distinct representation once, through the cache.
-    async fn entities(&self, id: FetchId, fetch: &Fetch, groups: &[EntityGroup]) {
+    async fn entities(&self, id: FetchId, fetch: &Fetch, groups: &'a [EntityGroup]) {
         let supergraph = &*self.executor.supergraph;
-        let mut entities: Vec<Entity> = Vec::new();
+        let mut entities: Vec<Entity<'a>> = Vec::new();
         {
             let found = self.found.lock();
-            let mut index: FastMap<(u32, Bytes), usize> = FastMap::default();
+            // Distinct representations per group: most fetches have one object, so
+            // the index is built only once a second one comes.
+            let mut index: Option<FastMap<(u32, Bytes), usize>> = None;
             for (g, group) in groups.iter().enumerate() {
                 for path in &group.paths {
                     for target in found.data.targets(path, supergraph) {
@@ -364,22 +367,42 @@ impl Run<'_> {
                             );
                         }
                         let representation = Bytes::from(representation);
-                        let key = (g as u32, representation.clone());
-                        let at = *index.entry(key).or_insert_with(|| {
-                            let typename = found
-                                .data
-                                .typename(&target.view, supergraph)
-                                .map_or_else(|| "".into(), |t| t.as_ref().into());
-                            entities.push(Entity {
-                                item: Item {
-                                    group: g as u32,
-                                    representation,
-                                },
-                                typename,
-                                targets: Vec::new(),
-                            });
-                            entities.len() - 1
-                        });
+                        let known = match &mut index {
+                            Some(index) => index.get(&(g as u32, representation.clone())).copied(),
+                            None => entities
+                                .iter()
+                                .position(|e| e.item.group == g as u32 && e.item.representation == representation),
+                        };
+                        let at = match known {
+                            Some(at) => at,
+                            None => {
+                                let namespace = match found.data.typename(&target.view, supergraph) {
+                                    Some(ty) => group.namespace(&ty),
+                                    None => group.namespace(""),
+                                };
+                                if let Some(index) = &mut index {
+                                    index.insert((g as u32, representation.clone()), entities.len());
+                                } else if entities.len() >= 8 {
+                                    index = Some(
+                                        entities
+                                            .iter()
+                                            .enumerate()
+                                            .map(|(i, e)| ((e.item.group, e.item.representation.clone()), i))
+                                            .chain([((g as u32, representation.clone()), entities.len())])
+                                            .collect(),
+                                    );
+                                }
+                                entities.push(Entity {
+                                    item: Item {
+                                        group: g as u32,
+                                        representation,
+                                    },
+                                    namespace,
+                                    targets: Vec::new(),
+                                });
+                                entities.len() - 1
+                            }
+                        };
                         entities[at].targets.push((primary, target.path));
                     }
                 }
@@ -406,10 +429,9 @@ impl Run<'_> {
             let group = &groups[entity.item.group as usize];
             let representation = std::str::from_utf8(&entity.item.representation).unwrap_or("");
             let call = cache.entity_call(
-                self.plan,
                 fetch,
                 group,
-                &entity.typename,
+                entity.namespace,
                 representation,
                 self.input,
             );
@@ -436,13 +458,13 @@ impl Run<'_> {
         }
     }
 
-    fn record_entity(&self, entity: &Entity, answer: Result<Piece, FetchError>) {
+    fn record_entity(&self, entity: &Entity<'_>, answer: Result<Piece, FetchError>) {
         let mut found = self.found.lock();
         match answer {
             Err(e) => {
                 let message = e.to_string();
                 for (_, path) in &entity.targets {
-                    found.fail(path.clone(), message.clone());
+                    found.fail(owned_path(path), message.clone());
                 }
             }
             Ok(piece) => {

@@ -26,6 +26,9 @@ const MAX_SHAPE_FIELDS: usize = 200_000;
 pub struct Selection {
     /// The position's type (an object, interface or union type).
     pub type_name: Arc<str>,
+    /// Whether it is an interface or a union (then each object's `__typename`
+    /// picks its variant).
+    pub is_abstract: bool,
     /// One per object type the position may hold, sorted by name.
     pub variants: Vec<Variant>,
     /// At an interface or union, the fields every object there answers, whatever
@@ -204,6 +207,7 @@ impl<'a> Shaper<'a> {
                 type_name: name,
                 fields,
             }],
+            is_abstract: false,
             common: None,
         };
         Ok((selection, introspection))
@@ -262,6 +266,7 @@ impl<'a> Shaper<'a> {
         };
         Ok(Selection {
             type_name: ty.into(),
+            is_abstract: supergraph.is_abstract(ty),
             variants,
             common,
         })

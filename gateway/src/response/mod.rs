@@ -222,7 +222,7 @@ impl<'a> Writer<'a> {
     fn object(&mut self, out: &mut Vec<u8>, selection: &'a Selection, view: &Nodes) -> bool {
         let supergraph = self.supergraph;
         let chosen = match selection.only() {
-            Some(v) if !supergraph.is_abstract(&selection.type_name) => Ok(v),
+            Some(v) if !selection.is_abstract => Ok(v),
             _ => match self.data.typename(view, supergraph) {
                 Some(t) => match selection.variant(&t) {
                     Some(v) => Ok(v),
@@ -268,6 +268,9 @@ impl<'a> Writer<'a> {
     fn fields(&mut self, out: &mut Vec<u8>, variant: &'a Variant, view: &Nodes) -> bool {
         out.push(b'{');
         let mut ok = true;
+        // Members usually come in the order the fields are asked for: each lookup
+        // tries the member after the last one found first.
+        let mut cursor = 0u32;
         for (i, field) in variant.fields.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
@@ -290,7 +293,7 @@ impl<'a> Writer<'a> {
                     true
                 }
                 FieldKind::Leaf | FieldKind::Enum(_) | FieldKind::Object(_) => {
-                    let (values, null) = self.data.member(view, &field.key);
+                    let (values, null) = self.data.member_from(view, &field.key, &mut cursor);
                     if values.is_empty() {
                         if !null {
                             self.unexplained(
