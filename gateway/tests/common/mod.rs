@@ -2,6 +2,7 @@
 //! in this process, spoken to over real HTTP.
 #![allow(dead_code)]
 
+pub mod campaign;
 pub mod shared_cache;
 
 use std::net::SocketAddr;

@@ -1,35 +1,42 @@
-// Composes the commerce graph's supergraph from the four subgraph SDL files beside this
-// script (products.graphql, inventory.graphql, reviews.graphql, accounts.graphql: each
-// service's `_service { sdl }`, as scripts/compose-commerce.sh dumps them) with
-// @theguild/federation-composition, the version package.json pins.
+// Composes a graph's supergraph from the subgraph SDL files of its folder with
+// @theguild/federation-composition, the version package.json beside this script pins.
 //
-//   node compose.mjs [name=URL ...]          # writes supergraph.graphql
-//   node compose.mjs --check [name=URL ...]  # exits 1 if a file is not what it would be
+//   node compose.mjs DIR [name=URL ...]          # writes DIR/supergraph.graphql
+//   node compose.mjs DIR --check [name=URL ...]  # exits 1 if a file is not what it would be
+//
+// DIR/subgraphs.json names the subgraphs, in order, each with the URL the supergraph
+// gives it ({"products": "http://127.0.0.1:3011/graphql", ...}); DIR/<name>.graphql is
+// each one's `_service { sdl }`. Used for the commerce graph (commerce-graph/supergraph,
+// by scripts/compose-commerce.sh) and the planner fuzzer's graph
+// (gateway/tests/planner_fuzz/supergraph, by scripts/compose-planner-fuzz.sh).
 //
 // Each `name=URL` (e.g. products=http://127.0.0.1:40121/graphql) first reads that running
-// service's `_service { sdl }` into name.graphql (with --check: compares it with the
+// service's `_service { sdl }` into DIR/name.graphql (with --check: compares it with the
 // file instead).
 //
-// Each subgraph's URL in the supergraph is its default address (commerce-service
-// --subgraph NAME without --listen); a gateway started on other ports is told them.
 // Composition errors are printed one per line and exit 1; nothing is written then.
 import { readFileSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { parse } from "graphql";
 import { composeServices, compositionHasErrors } from "@theguild/federation-composition";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const subgraphs = [
-  ["products", 3011],
-  ["inventory", 3012],
-  ["reviews", 3013],
-  ["accounts", 3014],
-];
+const args = process.argv.slice(2);
+const dir = args.shift();
+if (!dir || dir.startsWith("-") || dir.includes("=")) {
+  console.error("usage: node compose.mjs DIR [--check] [name=URL ...]");
+  process.exit(2);
+}
+let subgraphs;
+try {
+  subgraphs = Object.entries(JSON.parse(readFileSync(join(dir, "subgraphs.json"), "utf8")));
+} catch (e) {
+  console.error(`compose.mjs: cannot read ${join(dir, "subgraphs.json")}: ${e.message}`);
+  process.exit(1);
+}
 
-const check = process.argv.includes("--check");
+const check = args.includes("--check");
 let stale = false;
-for (const arg of process.argv.slice(2)) {
+for (const arg of args) {
   if (arg === "--check") continue;
   const [name, url] = arg.split(/=(.*)/s);
   if (!url || !subgraphs.some(([n]) => n === name)) {
@@ -37,7 +44,7 @@ for (const arg of process.argv.slice(2)) {
     process.exit(1);
   }
   const sdl = await serviceSdl(name, url);
-  const file = join(here, `${name}.graphql`);
+  const file = join(dir, `${name}.graphql`);
   if (check) {
     if (readOr(file) !== sdl) {
       console.error(`compose.mjs: ${file} is not the SDL ${name} at ${url} serves`);
@@ -75,8 +82,8 @@ function readOr(file) {
   }
 }
 
-const services = subgraphs.map(([name, port]) => {
-  const file = join(here, `${name}.graphql`);
+const services = subgraphs.map(([name, url]) => {
+  const file = join(dir, `${name}.graphql`);
   let text;
   try {
     text = readFileSync(file, "utf8");
@@ -84,7 +91,7 @@ const services = subgraphs.map(([name, port]) => {
     console.error(`compose.mjs: cannot read ${file}: ${e.message}`);
     process.exit(1);
   }
-  return { name, url: `http://127.0.0.1:${port}/graphql`, typeDefs: parse(text) };
+  return { name, url, typeDefs: parse(text) };
 });
 
 const result = composeServices(services);
@@ -97,7 +104,7 @@ if (compositionHasErrors(result)) {
   process.exit(1);
 }
 
-const out = join(here, "supergraph.graphql");
+const out = join(dir, "supergraph.graphql");
 const sdl = result.supergraphSdl.endsWith("\n") ? result.supergraphSdl : `${result.supergraphSdl}\n`;
 if (check) {
   if (readOr(out) !== sdl) {
@@ -105,10 +112,10 @@ if (check) {
     stale = true;
   }
   if (stale) {
-    console.error("compose.mjs: out of date; run scripts/compose-commerce.sh");
+    console.error(`compose.mjs: ${dir} is out of date; recompose it`);
     process.exit(1);
   }
-  console.log("compose.mjs: the subgraph SDL files and supergraph.graphql are up to date");
+  console.log(`compose.mjs: the subgraph SDL files and supergraph.graphql of ${dir} are up to date`);
 } else {
   writeFileSync(out, sdl);
   console.log(`compose.mjs: wrote ${out} (${sdl.length} bytes) from ${services.length} subgraphs`);
