@@ -139,6 +139,12 @@ impl Data {
     /// The view of the objects in `nodes` (others are left out): each, then what
     /// was merged into it, recursively.
     pub fn view_of(&self, nodes: &Nodes) -> Nodes {
+        if let (Some(node), true) = (nodes.first, nodes.rest.is_empty()) {
+            // One object in an answer nothing was merged into: itself.
+            if !self.merged_into[node.tape as usize] {
+                return nodes.clone();
+            }
+        }
         let mut view = Nodes::default();
         for node in nodes.iter() {
             if self.value(node).kind() == Kind::Object {
@@ -169,11 +175,16 @@ impl Data {
             if let Some(v) = self.value(node).get(key) {
                 if v.is_null() {
                     null = true;
-                } else {
-                    found.push(Node {
-                        tape: node.tape,
-                        index: v.index(),
-                    });
+                    continue;
+                }
+                let scalar = !matches!(v.kind(), Kind::Object | Kind::Array);
+                found.push(Node {
+                    tape: node.tape,
+                    index: v.index(),
+                });
+                if scalar && found.rest.is_empty() {
+                    // The first answer's scalar is the value: no other is read.
+                    return (found, null);
                 }
             }
         }
@@ -226,10 +237,7 @@ impl Data {
     /// first there is.
     pub fn typename<'s>(&'s self, view: &Nodes, supergraph: &Supergraph) -> Option<Cow<'s, str>> {
         if let (Some(node), true) = (view.first, view.rest.is_empty()) {
-            return self
-                .value(node)
-                .get("__typename")
-                .and_then(|t| t.as_str());
+            return self.value(node).get("__typename").and_then(|t| t.as_str());
         }
         let names: Vec<Cow<'s, str>> = view
             .iter()

@@ -152,9 +152,12 @@ impl Executor {
             input,
             found: Mutex::new(Found::default()),
         };
+        // Everything the cache answers at once runs here, before any future exists;
+        // only what must wait becomes one.
+        let pending = plan.steps.as_ref().and_then(|step| run.step(step));
         let fetches = async {
-            if let Some(step) = &plan.steps {
-                run.step(step).await;
+            if let Some(pending) = pending {
+                pending.await;
             }
         };
         let introspection = async {
@@ -179,41 +182,58 @@ impl Executor {
 }
 
 impl<'a> Run<'a> {
-    fn step<'s>(&'s self, step: &'a Step) -> Boxed<'s> {
-        Box::pin(async move {
-            match step {
-                Step::Sequence(steps) => {
-                    for s in steps {
-                        self.step(s).await;
+    /// Run `step` as far as it goes without waiting; what is left to wait for, as a
+    /// future (`None` when it completed: every fetch in it was a cache hit).
+    fn step<'s>(&'s self, step: &'a Step) -> Option<Boxed<'s>> {
+        match step {
+            Step::Sequence(steps) => {
+                for (i, s) in steps.iter().enumerate() {
+                    if let Some(waiting) = self.step(s) {
+                        let rest = &steps[i + 1..];
+                        return Some(Box::pin(async move {
+                            waiting.await;
+                            for s in rest {
+                                if let Some(waiting) = self.step(s) {
+                                    waiting.await;
+                                }
+                            }
+                        }));
                     }
                 }
-                Step::Parallel(steps) => {
-                    futures::future::join_all(steps.iter().map(|s| self.step(s))).await;
-                }
-                Step::Condition {
-                    variable,
-                    then,
-                    otherwise,
-                } => {
-                    let branch = if self.input.is_true(variable) {
-                        then
-                    } else {
-                        otherwise
-                    };
-                    if let Some(s) = branch {
-                        self.step(s).await;
-                    }
-                }
-                Step::Fetch(id) => {
-                    let plan: &'a Plan = self.plan;
-                    let fetch = &plan.fetches[*id as usize];
-                    match &fetch.kind {
-                        FetchKind::Root(root) => self.root(*id, fetch, root).await,
-                        FetchKind::Entities(groups) => self.entities(*id, fetch, groups).await,
-                    }
+                None
+            }
+            Step::Parallel(steps) => {
+                let mut waiting: Vec<Boxed<'s>> =
+                    steps.iter().filter_map(|s| self.step(s)).collect();
+                match waiting.len() {
+                    0 => None,
+                    1 => waiting.pop(),
+                    _ => Some(Box::pin(async move {
+                        futures::future::join_all(waiting).await;
+                    })),
                 }
             }
-        })
+            Step::Condition {
+                variable,
+                then,
+                otherwise,
+            } => {
+                let branch = if self.input.is_true(variable) {
+                    then
+                } else {
+                    otherwise
+                };
+                branch.as_deref().and_then(|s| self.step(s))
+            }
+            Step::Fetch(id) => {
+                let plan: &'a Plan = self.plan;
+                let fetch = &plan.fetches[*id as usize];
+                match &fetch.kind {
+                    FetchKind::Root(root) => self.root(*id, fetch, root),
+                    FetchKind::Entities(groups) => self.entities(*id, fetch, groups),
+                }
+            }
+        }
     }
 
     fn request(&self, fetch: FetchId, items: Vec<Item>) -> Arc<SubgraphRequest> {
@@ -239,8 +259,9 @@ impl<'a> Run<'a> {
         move |asked| request.clone().send(asked)
     }
 
-    /// A root fetch: through the cache when it is a query.
-    async fn root(&self, id: FetchId, fetch: &Fetch, root: &RootFetch) {
+    /// A root fetch: through the cache when it is a query. A hit is recorded at
+    /// once; a miss is the future returned.
+    fn root<'s>(&'s self, id: FetchId, fetch: &'a Fetch, root: &'a RootFetch) -> Option<Boxed<'s>> {
         let cache = self.executor.cache.as_deref();
         let call = match cache {
             Some(cache) if !fetch.mutation => {
@@ -251,26 +272,28 @@ impl<'a> Run<'a> {
         if let (Some(cache), Some(call)) = (cache, &call) {
             if let Some(piece) = cache.hit_now(call, || self.refetch(id, Vec::new())) {
                 self.record_root(fetch, root, Ok(piece));
-                return;
+                return None;
             }
         }
-        let request = self.request(id, Vec::new());
-        let send = move |asked: Vec<usize>| request.clone().send(asked);
-        let piece = match (cache, call) {
-            (Some(cache), Some(call)) => cache.fetch(&[call], send).await,
-            _ => send(vec![0]).await,
-        }
-        .pop()
-        .unwrap_or_else(|| {
-            Err(FetchError::Unavailable {
-                subgraph: self.executor.upstream.name(fetch.subgraph).to_string(),
-                detail: "no answer".into(),
-            })
-        });
-        if let (true, Some(cache), Ok(piece)) = (fetch.mutation, cache, &piece) {
-            cache.after_mutation(&root.namespace, piece).await;
-        }
-        self.record_root(fetch, root, piece);
+        Some(Box::pin(async move {
+            let request = self.request(id, Vec::new());
+            let send = move |asked: Vec<usize>| request.clone().send(asked);
+            let piece = match (cache, call) {
+                (Some(cache), Some(call)) => cache.fetch(&[call], send).await,
+                _ => send(vec![0]).await,
+            }
+            .pop()
+            .unwrap_or_else(|| {
+                Err(FetchError::Unavailable {
+                    subgraph: self.executor.upstream.name(fetch.subgraph).to_string(),
+                    detail: "no answer".into(),
+                })
+            });
+            if let (true, Some(cache), Ok(piece)) = (fetch.mutation, cache, &piece) {
+                cache.after_mutation(&root.namespace, piece).await;
+            }
+            self.record_root(fetch, root, piece);
+        }))
     }
 
     fn record_root(&self, fetch: &Fetch, root: &RootFetch, piece: Result<Piece, FetchError>) {
@@ -338,7 +361,13 @@ impl<'a> Run<'a> {
     }
 
     /// An entity fetch: every distinct representation once, through the cache.
-    async fn entities(&self, id: FetchId, fetch: &Fetch, groups: &'a [EntityGroup]) {
+    /// Hits are recorded at once; the misses' fetch is the future returned.
+    fn entities<'s>(
+        &'s self,
+        id: FetchId,
+        fetch: &'a Fetch,
+        groups: &'a [EntityGroup],
+    ) -> Option<Boxed<'s>> {
         let supergraph = &*self.executor.supergraph;
         let mut entities: Vec<Entity<'a>> = Vec::new();
         {
@@ -369,26 +398,33 @@ impl<'a> Run<'a> {
                         let representation = Bytes::from(representation);
                         let known = match &mut index {
                             Some(index) => index.get(&(g as u32, representation.clone())).copied(),
-                            None => entities
-                                .iter()
-                                .position(|e| e.item.group == g as u32 && e.item.representation == representation),
+                            None => entities.iter().position(|e| {
+                                e.item.group == g as u32 && e.item.representation == representation
+                            }),
                         };
                         let at = match known {
                             Some(at) => at,
                             None => {
-                                let namespace = match found.data.typename(&target.view, supergraph) {
+                                let namespace = match found.data.typename(&target.view, supergraph)
+                                {
                                     Some(ty) => group.namespace(&ty),
                                     None => group.namespace(""),
                                 };
                                 if let Some(index) = &mut index {
-                                    index.insert((g as u32, representation.clone()), entities.len());
+                                    index
+                                        .insert((g as u32, representation.clone()), entities.len());
                                 } else if entities.len() >= 8 {
                                     index = Some(
                                         entities
                                             .iter()
                                             .enumerate()
-                                            .map(|(i, e)| ((e.item.group, e.item.representation.clone()), i))
-                                            .chain([((g as u32, representation.clone()), entities.len())])
+                                            .map(|(i, e)| {
+                                                ((e.item.group, e.item.representation.clone()), i)
+                                            })
+                                            .chain([(
+                                                (g as u32, representation.clone()),
+                                                entities.len(),
+                                            )])
                                             .collect(),
                                     );
                                 }
@@ -409,32 +445,28 @@ impl<'a> Run<'a> {
             }
         }
         if entities.is_empty() {
-            return;
+            return None;
         }
         let cache = self.executor.cache.as_deref();
         let Some(cache) = cache else {
-            let items = entities.iter().map(|e| e.item.clone()).collect();
-            let answers = self
-                .request(id, items)
-                .send((0..entities.len()).collect())
-                .await;
-            for (entity, answer) in entities.iter().zip(answers) {
-                self.record_entity(entity, answer);
-            }
-            return;
+            return Some(Box::pin(async move {
+                let items = entities.iter().map(|e| e.item.clone()).collect();
+                let answers = self
+                    .request(id, items)
+                    .send((0..entities.len()).collect())
+                    .await;
+                for (entity, answer) in entities.iter().zip(answers) {
+                    self.record_entity(entity, answer);
+                }
+            }));
         };
         // What the cache has at once, before any future.
         let mut misses: Vec<(usize, Call)> = Vec::new();
         for (i, entity) in entities.iter().enumerate() {
             let group = &groups[entity.item.group as usize];
             let representation = std::str::from_utf8(&entity.item.representation).unwrap_or("");
-            let call = cache.entity_call(
-                fetch,
-                group,
-                entity.namespace,
-                representation,
-                self.input,
-            );
+            let call =
+                cache.entity_call(fetch, group, entity.namespace, representation, self.input);
             let refresher = || self.refetch(id, vec![entity.item.clone()]);
             match cache.hit_now(&call, refresher) {
                 Some(piece) => self.record_entity(entity, Ok(piece)),
@@ -442,20 +474,22 @@ impl<'a> Run<'a> {
             }
         }
         if misses.is_empty() {
-            return;
+            return None;
         }
-        let items = misses
-            .iter()
-            .map(|(i, _)| entities[*i].item.clone())
-            .collect();
-        let request = self.request(id, items);
-        let (indices, calls): (Vec<usize>, Vec<Call>) = misses.into_iter().unzip();
-        let answers = cache
-            .fetch(&calls, move |asked| request.clone().send(asked))
-            .await;
-        for (i, answer) in indices.into_iter().zip(answers) {
-            self.record_entity(&entities[i], answer);
-        }
+        Some(Box::pin(async move {
+            let items = misses
+                .iter()
+                .map(|(i, _)| entities[*i].item.clone())
+                .collect();
+            let request = self.request(id, items);
+            let (indices, calls): (Vec<usize>, Vec<Call>) = misses.into_iter().unzip();
+            let answers = cache
+                .fetch(&calls, move |asked| request.clone().send(asked))
+                .await;
+            for (i, answer) in indices.into_iter().zip(answers) {
+                self.record_entity(&entities[i], answer);
+            }
+        }))
     }
 
     fn record_entity(&self, entity: &Entity<'_>, answer: Result<Piece, FetchError>) {
