@@ -34,7 +34,7 @@ use hive_router_query_planner::planner::plan_nodes::{
 };
 use hive_router_query_planner::utils::cancellation::CancellationToken;
 
-use super::operation::{add_reference_keys, split_roots, ReferenceKeys};
+use super::operation::{add_reference_keys, split_roots, typename_under_aliases, ReferenceKeys};
 use super::shape::Shaper;
 use super::{
     DocumentView, EntityGroup, Fetch, FetchId, FetchKind, PathSegment, Plan, PlanError, Planner,
@@ -79,7 +79,7 @@ pub fn compile(
             .then(|| ReferenceKeys::new(supergraph, &planner.hive.supergraph)),
         fetches: Vec::new(),
     };
-    let steps = match query_plan(planner, text, operation_name)? {
+    let steps = match query_plan(planner, text, operation_name, root_type)? {
         Some(QueryPlan {
             node: Some(node), ..
         }) => Some(builder.node(&node)?),
@@ -102,6 +102,7 @@ fn query_plan(
     planner: &Planner,
     text: &str,
     operation_name: Option<&str>,
+    root_type: &str,
 ) -> Result<Option<QueryPlan>, PlanError> {
     let doc = graphql_tools::parser::parse_query::<String>(text)
         .map_err(|e| PlanError(format!("the planner cannot parse the document: {e}")))?
@@ -117,6 +118,11 @@ fn query_plan(
         if normalized.operation.selection_set.items.is_empty() {
             return Ok(None);
         }
+        typename_under_aliases(
+            &mut normalized.operation.selection_set,
+            root_type,
+            &hive.supergraph,
+        );
         hive.plan_from_normalized_operation(
             &normalized.operation,
             PlannerOverrideContext::default(),
