@@ -34,7 +34,7 @@ use hive_router_query_planner::planner::plan_nodes::{
 };
 use hive_router_query_planner::utils::cancellation::CancellationToken;
 
-use super::operation::{add_reference_keys, split_roots, ReferenceKeys};
+use super::operation::{add_reference_keys, split_roots, typename_under_aliases, ReferenceKeys};
 use super::shape::Shaper;
 use super::{
     DocumentView, EntityGroup, Fetch, FetchId, FetchKind, PathSegment, Plan, PlanError, Planner,
@@ -79,7 +79,7 @@ pub fn compile(
             .then(|| ReferenceKeys::new(supergraph, &planner.hive.supergraph)),
         fetches: Vec::new(),
     };
-    let steps = match query_plan(planner, text, operation_name)? {
+    let steps = match query_plan(planner, text, operation_name, root_type)? {
         Some(QueryPlan {
             node: Some(node), ..
         }) => Some(builder.node(&node)?),
@@ -102,6 +102,7 @@ fn query_plan(
     planner: &Planner,
     text: &str,
     operation_name: Option<&str>,
+    root_type: &str,
 ) -> Result<Option<QueryPlan>, PlanError> {
     let doc = graphql_tools::parser::parse_query::<String>(text)
         .map_err(|e| PlanError(format!("the planner cannot parse the document: {e}")))?
@@ -117,6 +118,11 @@ fn query_plan(
         if normalized.operation.selection_set.items.is_empty() {
             return Ok(None);
         }
+        typename_under_aliases(
+            &mut normalized.operation.selection_set,
+            root_type,
+            &hive.supergraph,
+        );
         hive.plan_from_normalized_operation(
             &normalized.operation,
             PlannerOverrideContext::default(),
@@ -150,13 +156,14 @@ impl Builder<'_> {
                     .collect::<Result<_, _>>()?,
                 Step::Sequence,
             ),
-            PlanNode::Parallel(p) => group(
-                p.nodes
+            PlanNode::Parallel(p) => {
+                let steps = p
+                    .nodes
                     .iter()
                     .map(|n| self.node(n))
-                    .collect::<Result<_, _>>()?,
-                Step::Parallel,
-            ),
+                    .collect::<Result<_, _>>()?;
+                self.mutations_last(steps)
+            }
             PlanNode::Condition(c) => Step::Condition {
                 variable: Name::new(&c.condition),
                 then: match &c.if_clause {
@@ -211,6 +218,39 @@ impl Builder<'_> {
             }
             PlanNode::Defer(_) => return Err(PlanError("@defer is not supported".into())),
         })
+    }
+
+    /// A parallel group, unless one of its steps runs a mutation's root field: the
+    /// planner may put the next root field of a mutation beside the entity fetches of
+    /// the one before (`Parallel { Fetch(second), Flatten(first.history) }`), and a
+    /// mutation's root fields run one after another, each with all it selects. Then
+    /// the rest run first (in parallel), and the mutating steps after, in order.
+    fn mutations_last(&self, steps: Vec<Step>) -> Step {
+        let (mutating, rest): (Vec<Step>, Vec<Step>) =
+            steps.into_iter().partition(|s| self.mutates(s));
+        if mutating.is_empty() {
+            return group(rest, Step::Parallel);
+        }
+        let mut ordered = Vec::with_capacity(mutating.len() + 1);
+        if !rest.is_empty() {
+            ordered.push(group(rest, Step::Parallel));
+        }
+        ordered.extend(mutating);
+        group(ordered, Step::Sequence)
+    }
+
+    /// Whether `step` sends a mutation.
+    fn mutates(&self, step: &Step) -> bool {
+        match step {
+            Step::Fetch(id) => self.fetches[*id as usize].mutation,
+            Step::Sequence(steps) | Step::Parallel(steps) => steps.iter().any(|s| self.mutates(s)),
+            Step::Condition {
+                then, otherwise, ..
+            } => [then, otherwise]
+                .into_iter()
+                .flatten()
+                .any(|s| self.mutates(s)),
+        }
     }
 
     fn subgraph(&self, name: &str) -> Result<SubgraphId, PlanError> {

@@ -15,6 +15,11 @@
 //!   ([`crate::caching`]). Under an interface or union the aliases are asked per
 //!   concrete type, `_gw_k_<Type>__<field>`, since two types' key fields of one
 //!   name may differ in type, and one alias must have one type.
+//!
+//! And one to the client's operation before it is planned
+//! ([`typename_under_aliases`]): an interface or union selection that asks its
+//! `__typename` under an alias only (`{ search { kind: __typename } }`) also asks it
+//! unaliased, since the response writer tells the concrete type by `__typename`.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -244,6 +249,39 @@ fn add_keys(set: &mut SelectionSet, key: &SelectionSet, concrete: Option<&str>) 
                     ..Default::default()
                 }));
             }
+        }
+    }
+}
+
+/// Make every interface or union selection of `set` (of objects of type `ty`) that
+/// asks `__typename` under an alias only ask it plainly too. The planner takes an
+/// aliased `__typename` for the one it would add, so without this a subgraph's
+/// answer would name no concrete type the response writer can read.
+pub fn typename_under_aliases(set: &mut SelectionSet, ty: &str, state: &SupergraphState) {
+    use hive_router_query_planner::state::supergraph_state::SupergraphDefinition as D;
+    let is_abstract = matches!(
+        state.definitions.get(ty),
+        Some(D::Interface(_) | D::Union(_))
+    );
+    let aliased = set.items.iter().any(
+        |i| matches!(i, SelectionItem::Field(f) if f.name == "__typename" && f.alias.is_some()),
+    );
+    if is_abstract && aliased {
+        typename(set);
+    }
+    for item in &mut set.items {
+        match item {
+            SelectionItem::Field(f) if !f.selections.items.is_empty() => {
+                if let Some(child) = state.field_return_type_name(ty, &f.name) {
+                    let child = child.to_string();
+                    typename_under_aliases(&mut f.selections, &child, state);
+                }
+            }
+            SelectionItem::InlineFragment(i) => {
+                let on = i.type_condition.clone();
+                typename_under_aliases(&mut i.selections, &on, state);
+            }
+            _ => {}
         }
     }
 }

@@ -66,8 +66,8 @@ pub struct OutField {
 pub enum FieldKind {
     /// The object's type name, answered by the gateway.
     Typename,
-    /// A scalar value, copied as the subgraph wrote it.
-    Leaf,
+    /// A scalar value, copied as the subgraph wrote it when it is of the scalar's kind.
+    Leaf(Scalar),
     /// An enum value, copied as the subgraph wrote it when the public enum has it
     /// (a value the public schema hides, `@inaccessible`, is no value).
     Enum(Arc<[Box<str>]>),
@@ -75,6 +75,32 @@ pub enum FieldKind {
     Object(Box<Selection>),
     /// async-graphql's introspection answer (root selection only).
     Introspection,
+}
+
+/// A scalar type, as far as the response writer checks its values: a built-in one's
+/// JSON kind (`Int` an integer within 32 bits, `ID` a string or an integer), a custom
+/// one any value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scalar {
+    Int,
+    Float,
+    String,
+    Boolean,
+    Id,
+    Custom,
+}
+
+impl Scalar {
+    pub fn of(name: &str) -> Scalar {
+        match name {
+            "Int" => Scalar::Int,
+            "Float" => Scalar::Float,
+            "String" => Scalar::String,
+            "Boolean" => Scalar::Boolean,
+            "ID" => Scalar::Id,
+            _ => Scalar::Custom,
+        }
+    }
 }
 
 /// Whether null may stand at each list level of a type: `[Post]!` is `[false, true]`.
@@ -322,7 +348,7 @@ impl<'a> Shaper<'a> {
         } else if let Some(values) = self.enum_values(base) {
             FieldKind::Enum(values)
         } else {
-            FieldKind::Leaf
+            FieldKind::Leaf(Scalar::of(base))
         };
         Ok(OutField {
             key: m.key.into(),

@@ -5,7 +5,9 @@
 //! execution gathered ([`crate::execute::data`]) together: each object of the
 //! response is a view of the answers merged at its place, its concrete type is
 //! the one its `__typename` names (which picks the shape's variant for an
-//! interface or union), and leaves are copied as the subgraph wrote them.
+//! interface or union), and leaves are copied as the subgraph wrote them once they
+//! are of their type's kind (a built-in scalar's JSON kind, one of an enum's public
+//! values).
 //!
 //! Errors: those execution recorded come first, at their paths (a subgraph's own,
 //! and a failed fetch's at every field or object it was for). The writer adds its
@@ -29,7 +31,7 @@ use async_graphql_parser::Pos;
 use crate::answer::tape::Kind;
 use crate::execute::data::{Data, Nodes};
 use crate::execute::{FoundError, Outcome};
-use crate::plan::{FieldKind, OutField, Plan, Selection, Variant};
+use crate::plan::{FieldKind, OutField, Plan, Scalar, Selection, Variant};
 use crate::server::request::RequestInput;
 use crate::supergraph::Supergraph;
 use crate::upstream::PathItem;
@@ -292,7 +294,7 @@ impl<'a> Writer<'a> {
                     );
                     true
                 }
-                FieldKind::Leaf | FieldKind::Enum(_) | FieldKind::Object(_) => {
+                FieldKind::Leaf(_) | FieldKind::Enum(_) | FieldKind::Object(_) => {
                     let (values, null) = self.data.member_from(view, &field.key, &mut cursor);
                     if values.is_empty() {
                         if !null {
@@ -336,6 +338,7 @@ impl<'a> Writer<'a> {
         };
         let value = self.data.value(first);
         let start = out.len();
+        let errors_before = self.count;
         if field.shape.is_list(level) {
             if value.kind() != Kind::Array {
                 return self.mismatch(out, field, level, "a list");
@@ -380,11 +383,31 @@ impl<'a> Writer<'a> {
             }
             out.extend_from_slice(value.raw());
             return true;
+        } else if let FieldKind::Leaf(scalar) = &field.kind {
+            return match leaf(*scalar, &value) {
+                Leaf::AsIs => {
+                    out.extend_from_slice(value.raw());
+                    true
+                }
+                Leaf::Quoted => {
+                    out.push(b'"');
+                    out.extend_from_slice(value.raw());
+                    out.push(b'"');
+                    true
+                }
+                Leaf::Wrong(expected) => self.mismatch(out, field, level, expected),
+            };
         } else {
             out.extend_from_slice(value.raw());
             return true;
         }
         out.truncate(start);
+        if self.count > errors_before {
+            // What nulled a field inside is reported already; the null it leaves here
+            // adds no error of its own (GraphQL reports a field error once).
+            out.extend_from_slice(b"null");
+            return field.shape.nullable(level);
+        }
         self.null_at(out, field, level)
     }
 
@@ -421,6 +444,47 @@ impl<'a> Writer<'a> {
             );
         }
         nullable
+    }
+}
+
+/// What a subgraph's value for a scalar becomes.
+enum Leaf {
+    AsIs,
+    /// An integer `ID`, written as the string it stands for.
+    Quoted,
+    /// Not a value of the scalar: what one would be.
+    Wrong(&'static str),
+}
+
+/// Whether `value` is a value of `scalar` (a custom scalar takes any).
+fn leaf(scalar: Scalar, value: &crate::answer::tape::Value<'_>) -> Leaf {
+    // A JSON number without fraction or exponent, within 32 bits.
+    let integer = |raw: &[u8]| {
+        std::str::from_utf8(raw)
+            .ok()
+            .and_then(|t| t.parse::<i32>().ok())
+            .is_some()
+    };
+    // Any JSON integer (an `ID` may be a large one).
+    let whole = |raw: &[u8]| {
+        let digits = raw.strip_prefix(b"-").unwrap_or(raw);
+        !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)
+    };
+    let kind = value.kind();
+    let string = matches!(kind, Kind::PlainString | Kind::EscapedString);
+    match scalar {
+        Scalar::Custom => Leaf::AsIs,
+        Scalar::String if string => Leaf::AsIs,
+        Scalar::String => Leaf::Wrong("a String"),
+        Scalar::Boolean if kind == Kind::Bool => Leaf::AsIs,
+        Scalar::Boolean => Leaf::Wrong("a Boolean"),
+        Scalar::Float if kind == Kind::Number => Leaf::AsIs,
+        Scalar::Float => Leaf::Wrong("a Float"),
+        Scalar::Int if kind == Kind::Number && integer(value.raw()) => Leaf::AsIs,
+        Scalar::Int => Leaf::Wrong("an Int (a 32-bit integer)"),
+        Scalar::Id if string => Leaf::AsIs,
+        Scalar::Id if kind == Kind::Number && whole(value.raw()) => Leaf::Quoted,
+        Scalar::Id => Leaf::Wrong("an ID"),
     }
 }
 
@@ -465,4 +529,48 @@ fn string(out: &mut Vec<u8>, name: &str) {
     out.push(b'"');
     out.extend_from_slice(name.as_bytes());
     out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{leaf, Leaf, Scalar};
+    use crate::answer::tape::Tape;
+
+    /// What the writer does with the JSON `text` as a value of `scalar`.
+    fn of(scalar: Scalar, text: &'static str) -> &'static str {
+        let tape = Tape::parse(bytes::Bytes::from_static(text.as_bytes())).unwrap();
+        match leaf(scalar, &tape.root()) {
+            Leaf::AsIs => "as is",
+            Leaf::Quoted => "quoted",
+            Leaf::Wrong(_) => "wrong",
+        }
+    }
+
+    #[test]
+    fn built_in_scalars_take_their_json_kind_only() {
+        let cases = [
+            (Scalar::Int, "7", "as is"),
+            (Scalar::Int, "-2147483648", "as is"),
+            (Scalar::Int, "2147483648", "wrong"),
+            (Scalar::Int, "7.0", "wrong"),
+            (Scalar::Int, "1e3", "wrong"),
+            (Scalar::Int, "\"7\"", "wrong"),
+            (Scalar::Float, "7", "as is"),
+            (Scalar::Float, "0.5", "as is"),
+            (Scalar::Float, "true", "wrong"),
+            (Scalar::String, "\"a\\nb\"", "as is"),
+            (Scalar::String, "1", "wrong"),
+            (Scalar::Boolean, "false", "as is"),
+            (Scalar::Boolean, "0", "wrong"),
+            (Scalar::Id, "\"u1\"", "as is"),
+            (Scalar::Id, "12345678901234", "quoted"),
+            (Scalar::Id, "-3", "quoted"),
+            (Scalar::Id, "1.5", "wrong"),
+            (Scalar::Id, "[1]", "wrong"),
+            (Scalar::Custom, "{\"any\":[1]}", "as is"),
+        ];
+        for (scalar, text, expected) in cases {
+            assert_eq!(of(scalar, text), expected, "{scalar:?} {text}");
+        }
+    }
 }

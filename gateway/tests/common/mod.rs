@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod campaign;
+pub mod federated;
 pub mod shared_cache;
 
 use std::net::SocketAddr;
@@ -294,7 +295,17 @@ pub async fn gateway_limited(
     limits: gateway::server::load::LoadLimits,
     tweak: impl FnOnce(&mut GatewayConfig),
 ) -> Server {
-    let mut cfg = config(vec![
+    let mut cfg = config(lab_subgraphs(user, post));
+    tweak(&mut cfg);
+    let app = gateway::startup::build_app(&cfg)
+        .await
+        .expect("gateway starts");
+    Server::start(gateway::server::router_with_limits(app, limits)).await
+}
+
+/// The lab's two subgraphs, `user` and `post`, where these servers listen.
+pub fn lab_subgraphs(user: &Server, post: &Server) -> Vec<Subgraph> {
+    vec![
         Subgraph {
             name: "user".into(),
             url: user.url(),
@@ -303,12 +314,7 @@ pub async fn gateway_limited(
             name: "post".into(),
             url: post.url(),
         },
-    ]);
-    tweak(&mut cfg);
-    let app = gateway::startup::build_app(&cfg)
-        .await
-        .expect("gateway starts");
-    Server::start(gateway::server::router_with_limits(app, limits)).await
+    ]
 }
 
 /// A free TCP port on 127.0.0.1.
