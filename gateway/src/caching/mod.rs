@@ -252,7 +252,7 @@ impl ResolverCache {
                     .as_ref()
                     .is_none_or(|only| only.iter().any(|a| a == name.as_str()))
             })
-            .map(|(name, value)| (name.to_string(), input.resolve(value)))
+            .filter_map(|(name, value)| Some((name.to_string(), input.resolve(value)?)))
             .collect();
         let selection = self.selection_part(&slot, &root.selection, &fetch.variables, input);
         let key = slot
@@ -303,9 +303,13 @@ impl ResolverCache {
         }
         let mut text = selection.to_string();
         for name in variables {
+            // As the operation coerces it: two documents that declare different
+            // defaults for an unsent variable get different entries.
             text.push('\u{0}');
-            let value = input.variable(name);
-            text.push_str(&value.map_or_else(|| "?".into(), |v| v.to_string()));
+            match input.coerced(name) {
+                Some(value) => text.push_str(&value.to_string()),
+                None => text.push('?'),
+            }
         }
         for header in &slot.rule.key.headers {
             text.push('\u{0}');

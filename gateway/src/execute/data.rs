@@ -326,7 +326,19 @@ impl Data {
         supergraph: &Supergraph,
     ) -> Option<Vec<u8>> {
         let mut out = Vec::with_capacity(64);
-        let ty = self.typename(view, supergraph);
+        // An object type's answer may come without `__typename` (the fetch that would
+        // have asked for it was skipped): its requirement's type condition names it.
+        let ty = self.typename(view, supergraph).or_else(|| {
+            requires.iter().find_map(|i| match i {
+                SelectionItem::InlineFragment(f)
+                    if supergraph.fields_of(&f.type_condition).is_some()
+                        && !supergraph.is_abstract(&f.type_condition) =>
+                {
+                    Some(Cow::Borrowed(f.type_condition.as_str()))
+                }
+                _ => None,
+            })
+        });
         out.push(b'{');
         let mut first = true;
         if let Some(t) = &ty {

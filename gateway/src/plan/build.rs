@@ -34,7 +34,9 @@ use hive_router_query_planner::planner::plan_nodes::{
 };
 use hive_router_query_planner::utils::cancellation::CancellationToken;
 
-use super::operation::{add_reference_keys, split_roots, typename_under_aliases, ReferenceKeys};
+use super::operation::{
+    add_reference_keys, split_roots, typename_under_aliases, without_fragments, ReferenceKeys,
+};
 use super::shape::Shaper;
 use super::{
     DocumentView, EntityGroup, Fetch, FetchId, FetchKind, PathSegment, Plan, PlanError, Planner,
@@ -74,6 +76,7 @@ pub fn compile(
         .then(|| Arc::new(introspection_document(doc, op, &view, &introspection_keys)));
     let mut builder = Builder {
         supergraph,
+        state: &planner.hive.supergraph,
         references: planner
             .references
             .then(|| ReferenceKeys::new(supergraph, &planner.hive.supergraph)),
@@ -142,6 +145,8 @@ fn query_plan(
 
 struct Builder<'a> {
     supergraph: &'a Supergraph,
+    /// The planner's view of the supergraph (every type, `@inaccessible` ones too).
+    state: &'a hive_router_query_planner::state::supergraph_state::SupergraphState,
     references: Option<ReferenceKeys<'a>>,
     fetches: Vec<Fetch>,
 }
@@ -278,10 +283,11 @@ impl Builder<'_> {
         } else {
             self.supergraph.query_type.clone()
         };
-        let doc = &f.operation.document;
+        let mut doc = f.operation.document.clone();
+        without_fragments(&mut doc, &root_type, self.state);
         let parts = match at {
-            Some(_) => vec![doc.clone()],
-            None => split_roots(doc).unwrap_or_else(|| vec![doc.clone()]),
+            Some(_) => vec![doc],
+            None => split_roots(&doc).unwrap_or_else(|| vec![doc.clone()]),
         };
         let mut steps = Vec::with_capacity(parts.len());
         for mut part in parts {
@@ -305,8 +311,10 @@ impl Builder<'_> {
                 .map(|f| f.selection_identifier().into())
                 .collect();
             let (selection, args) = match fields.as_slice() {
+                // The field as sent, alias included: the piece is the answer's `data`,
+                // where the field stands under its response key.
                 [one] => (
-                    with_fragments(&one.selections.to_string(), &part),
+                    with_fragments(&one.to_string(), &part),
                     one.arguments()
                         .map(|a| {
                             a.into_iter()
@@ -356,6 +364,8 @@ impl Builder<'_> {
     ) -> Result<Step, PlanError> {
         let subgraph = self.subgraph(service)?;
         let mut doc = doc.clone();
+        let query_type = self.supergraph.query_type.clone();
+        without_fragments(&mut doc, &query_type, self.state);
         if let Some(keys) = &mut self.references {
             let query_type = self.supergraph.query_type.clone();
             add_reference_keys(&mut doc, &query_type, subgraph, keys);

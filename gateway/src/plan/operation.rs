@@ -8,6 +8,12 @@
 //!   per root field (`Query.me`), so each becomes a document of its own, with just
 //!   the variables and fragments it uses (a GraphQL document may declare no unused
 //!   variable or fragment);
+//! - **no fragments** ([`without_fragments`]): the planner writes a selection it
+//!   asks in several places once, as a named fragment; every spread is replaced by
+//!   the fragment's selection, and a fragment whose type condition is its position's
+//!   own type is spliced into it. The request says the same, and subgraphs whose
+//!   executors skip a fragment on a union or an interface (async-graphql's dynamic
+//!   schemas do) answer it right;
 //! - **references** ([`add_reference_keys`]): with a cache, every object of an
 //!   entity type in an answer is asked for its `__typename` and its key fields
 //!   under reserved `_gw_k_*` aliases, so that each cache entry can name the
@@ -92,6 +98,82 @@ fn spreads(set: &SelectionSet, out: &mut BTreeSet<String>) {
     }
 }
 
+/// Replace every fragment spread of `doc` (whose root is of type `root_type`) by the
+/// fragment's selection, and splice every inline fragment whose type condition is
+/// its position's type (without `@skip`/`@include`) into its position; `doc` keeps
+/// no fragment definition.
+pub fn without_fragments(doc: &mut Document, root_type: &str, state: &SupergraphState) {
+    let fragments = std::mem::take(&mut doc.fragments);
+    inline_spreads(&mut doc.operation.selection_set, &fragments, 0);
+    splice(&mut doc.operation.selection_set, root_type, state);
+}
+
+fn inline_spreads(
+    set: &mut SelectionSet,
+    fragments: &[hive_router_query_planner::ast::fragment::FragmentDefinition],
+    depth: usize,
+) {
+    for item in &mut set.items {
+        match item {
+            SelectionItem::Field(f) => inline_spreads(&mut f.selections, fragments, depth),
+            SelectionItem::InlineFragment(i) => inline_spreads(&mut i.selections, fragments, depth),
+            SelectionItem::FragmentSpread(name) => {
+                let Some(fragment) = fragments.iter().find(|f| &f.name == name) else {
+                    continue;
+                };
+                let mut selections = fragment.selection_set.clone();
+                // The planner's fragments do not recurse; the bound only guards.
+                if depth < 32 {
+                    inline_spreads(&mut selections, fragments, depth + 1);
+                }
+                *item = SelectionItem::InlineFragment(InlineFragmentSelection {
+                    type_condition: fragment.type_condition.clone(),
+                    selections,
+                    skip_if: None,
+                    include_if: None,
+                });
+            }
+        }
+    }
+}
+
+fn splice(set: &mut SelectionSet, ty: &str, state: &SupergraphState) {
+    let mut items = Vec::with_capacity(set.items.len());
+    for item in std::mem::take(&mut set.items) {
+        match item {
+            SelectionItem::InlineFragment(i)
+                if i.type_condition == ty && i.skip_if.is_none() && i.include_if.is_none() =>
+            {
+                let mut inner = i.selections;
+                splice(&mut inner, ty, state);
+                items.extend(inner.items);
+            }
+            SelectionItem::InlineFragment(mut i) => {
+                let on = i.type_condition.clone();
+                splice(&mut i.selections, &on, state);
+                items.push(SelectionItem::InlineFragment(i));
+            }
+            SelectionItem::Field(mut f) => {
+                if !f.selections.items.is_empty() {
+                    let child = if f.name == "_entities" {
+                        Some("_Entity".to_string())
+                    } else {
+                        state
+                            .field_return_type_name(ty, &f.name)
+                            .map(str::to_string)
+                    };
+                    if let Some(child) = child {
+                        splice(&mut f.selections, &child, state);
+                    }
+                }
+                items.push(SelectionItem::Field(f));
+            }
+            spread => items.push(spread),
+        }
+    }
+    set.items = items;
+}
+
 /// The key fields to ask of subgraph objects, per (type, subgraph), parsed once.
 pub struct ReferenceKeys<'a> {
     supergraph: &'a Supergraph,
@@ -143,9 +225,43 @@ impl<'a> ReferenceKeys<'a> {
         )
     }
 
-    /// Object types a value of abstract `ty` may be.
-    fn possible(&self, ty: &str) -> Vec<String> {
-        self.supergraph.possible_types(ty).to_vec()
+    /// Object types a value of abstract `ty` may be in `subgraph`'s own schema (a
+    /// subgraph may declare a union with fewer members, or an interface with fewer
+    /// implementations, than the supergraph: a fragment on another type would not
+    /// validate there).
+    fn possible(&self, ty: &str, subgraph: SubgraphId) -> Vec<String> {
+        use hive_router_query_planner::state::supergraph_state::SupergraphDefinition as D;
+        let name = &self.supergraph.subgraphs[subgraph].name;
+        let Some(graph) = self
+            .state
+            .known_subgraphs
+            .iter()
+            .find_map(|(id, n)| (n == name).then_some(id.as_str()))
+        else {
+            return Vec::new();
+        };
+        match self.state.definitions.get(ty) {
+            Some(D::Union(u)) => {
+                let mut members: Vec<String> =
+                    u.relevant_types(graph).into_iter().cloned().collect();
+                members.sort();
+                members
+            }
+            Some(D::Interface(_)) => self
+                .supergraph
+                .possible_types(ty)
+                .iter()
+                .filter(|t| match self.state.definitions.get(t.as_str()) {
+                    Some(D::Object(o)) => o
+                        .join_implements
+                        .iter()
+                        .any(|j| j.graph_id == graph && j.interface == ty),
+                    _ => false,
+                })
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 }
 
@@ -190,7 +306,7 @@ fn position(set: &mut SelectionSet, ty: &str, subgraph: SubgraphId, keys: &mut R
         add_keys(set, &key, None);
     } else if keys.is_abstract(ty) {
         let mut fragments = Vec::new();
-        for concrete in keys.possible(ty) {
+        for concrete in keys.possible(ty, subgraph) {
             if let Some(key) = keys.key(&concrete, subgraph) {
                 let mut inner = SelectionSet { items: Vec::new() };
                 add_keys(&mut inner, &key, Some(&concrete));

@@ -308,20 +308,34 @@ impl RequestInput {
         self.variables.get(name)
     }
 
-    /// An argument as written, with its variables' values (null when not sent).
-    pub fn resolve(&self, value: &async_graphql_value::Value) -> serde_json::Value {
+    /// An argument as written, with its variables' values as the operation coerces
+    /// them (a variable not sent takes its default); `None` when it is a variable
+    /// that has neither (then the argument counts as not given, and the field's own
+    /// default applies).
+    pub fn resolve(&self, value: &async_graphql_value::Value) -> Option<serde_json::Value> {
+        if let async_graphql_value::Value::Variable(name) = value {
+            let v = self.graphql_variables.get(name)?;
+            return v.clone().into_json().ok();
+        }
         let constant = value.clone().into_const_with(|name| {
             Ok::<_, std::convert::Infallible>(
-                self.variables
-                    .get(name.as_str())
-                    .and_then(|v| async_graphql_value::ConstValue::from_json(v.clone()).ok())
+                self.graphql_variables
+                    .get(&name)
+                    .cloned()
                     .unwrap_or(async_graphql_value::ConstValue::Null),
             )
         });
-        constant
-            .ok()
-            .and_then(|c| c.into_json().ok())
-            .unwrap_or(serde_json::Value::Null)
+        Some(
+            constant
+                .ok()
+                .and_then(|c| c.into_json().ok())
+                .unwrap_or(serde_json::Value::Null),
+        )
+    }
+
+    /// A variable's value as the operation coerces it (its default when not sent).
+    pub fn coerced(&self, name: &str) -> Option<&async_graphql_value::ConstValue> {
+        self.graphql_variables.get(name)
     }
 
     /// Whether the boolean variable `name` is true (its default applied).
