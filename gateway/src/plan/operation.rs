@@ -18,7 +18,9 @@
 //!   entity type in an answer is asked for its `__typename` and its key fields
 //!   under reserved `_gw_k_*` aliases, so that each cache entry can name the
 //!   entities it holds (`User:u1`) and a mutation's answer the entities it touched
-//!   ([`crate::caching`]). Under an interface or union the aliases are asked per
+//!   ([`crate::caching`]). That includes the entity an `_entities` answer is
+//!   for, so that an entity's entry names its own entity (`Product:<upc>`), not
+//!   only those beneath it. Under an interface or union the aliases are asked per
 //!   concrete type, `_gw_k_<Type>__<field>`, since two types' key fields of one
 //!   name may differ in type, and one alias must have one type.
 //!
@@ -276,11 +278,15 @@ pub fn add_reference_keys(
     for item in &mut doc.operation.selection_set.items {
         if let SelectionItem::Field(f) = item {
             if f.name == "_entities" {
-                // Each `...on T` is a position of type T, whose own reference is its
-                // representation's: only what lies beneath needs keys.
+                // Each `...on T` is a position of type T: the entity itself is asked
+                // for its keys too, so that its entry names it (`Product:<upc>`) and
+                // a mutation of it drops the entry, whichever way it was reached.
                 for item in &mut f.selections.items {
                     if let SelectionItem::InlineFragment(i) = item {
                         let ty = i.type_condition.clone();
+                        if let Some(key) = keys.key(&ty, subgraph) {
+                            add_keys(&mut i.selections, &key, None);
+                        }
                         beneath(&mut i.selections, &ty, subgraph, keys);
                     }
                 }
