@@ -177,43 +177,128 @@ fn splice(set: &mut SelectionSet, ty: &str, state: &SupergraphState) {
 }
 
 /// The key fields to ask of subgraph objects, per (type, subgraph), parsed once.
+///
+/// One key per entity type names its references everywhere: the first key the
+/// supergraph declares for the type (its *canonical* key), so that an entry one
+/// subgraph's answer filled and a mutation another subgraph answered name the entity
+/// alike. A subgraph is asked for it only where it resolves every one of its fields
+/// itself (not `@external` there): an answer of a subgraph that cannot gives its
+/// objects no reference, which costs freshness until the entry's TTL, never an error.
 pub struct ReferenceKeys<'a> {
     supergraph: &'a Supergraph,
     state: &'a SupergraphState,
+    /// Per subgraph, its id in the supergraph's `join__Graph`.
+    graphs: Vec<Option<String>>,
     parsed: HashMap<(String, SubgraphId), Option<SelectionSet>>,
 }
 
 impl<'a> ReferenceKeys<'a> {
     pub fn new(supergraph: &'a Supergraph, state: &'a SupergraphState) -> ReferenceKeys<'a> {
+        let graphs = supergraph
+            .subgraphs
+            .iter()
+            .map(|sg| {
+                state
+                    .known_subgraphs
+                    .iter()
+                    .find_map(|(id, name)| (*name == sg.name).then(|| id.clone()))
+            })
+            .collect();
         ReferenceKeys {
             supergraph,
             state,
+            graphs,
             parsed: HashMap::new(),
         }
     }
 
-    /// The key selection `subgraph` declares for `ty`, when it declares one.
+    /// The canonical key of `ty`, when `subgraph` resolves all its fields.
     fn key(&mut self, ty: &str, subgraph: SubgraphId) -> Option<SelectionSet> {
-        let supergraph = self.supergraph;
-        self.parsed
-            .entry((ty.to_string(), subgraph))
-            .or_insert_with(|| {
-                let fields = supergraph.key_in(ty, subgraph)?;
-                let doc = graphql_tools::parser::parse_query::<String>(&format!("{{{fields}}}"))
-                    .ok()?
-                    .into_static();
-                doc.definitions.into_iter().find_map(|d| match d {
-                    graphql_tools::parser::query::Definition::Operation(
-                        graphql_tools::parser::query::OperationDefinition::SelectionSet(set),
-                    ) => Some(SelectionSet::from(set)),
-                    _ => None,
-                })
+        if let Some(known) = self.parsed.get(&(ty.to_string(), subgraph)) {
+            return known.clone();
+        }
+        let key = self.canonical(ty).filter(|key| {
+            key.items.iter().all(|item| match item {
+                SelectionItem::Field(f) => self.resolves(ty, &f.name, subgraph),
+                _ => false,
             })
-            .clone()
+        });
+        self.parsed.insert((ty.to_string(), subgraph), key.clone());
+        key
     }
 
-    /// The type of field `field` of `ty` in the supergraph (any subgraph's view).
-    fn field_type(&self, ty: &str, field: &str) -> Option<String> {
+    /// The first key the supergraph declares for `ty`, parsed.
+    fn canonical(&self, ty: &str) -> Option<SelectionSet> {
+        use hive_router_query_planner::state::supergraph_state::SupergraphDefinition as D;
+        let join_types = match self.state.definitions.get(ty)? {
+            D::Object(o) => &o.join_type,
+            D::Interface(i) => &i.join_type,
+            _ => return None,
+        };
+        let fields = join_types.iter().find_map(|jt| jt.key.as_deref())?;
+        let doc = graphql_tools::parser::parse_query::<String>(&format!("{{{fields}}}"))
+            .ok()?
+            .into_static();
+        doc.definitions.into_iter().find_map(|d| match d {
+            graphql_tools::parser::query::Definition::Operation(
+                graphql_tools::parser::query::OperationDefinition::SelectionSet(set),
+            ) => Some(SelectionSet::from(set)),
+            _ => None,
+        })
+    }
+
+    /// The field `field` of `ty` as `subgraph` has it.
+    fn in_subgraph(&self, ty: &str, field: &str, subgraph: SubgraphId) -> InSubgraph {
+        let Some(graph) = self.graphs.get(subgraph).and_then(Option::as_deref) else {
+            return InSubgraph::Absent;
+        };
+        let Some(def) = self.state.definitions.get(ty) else {
+            return InSubgraph::Absent;
+        };
+        let Some(f) = def.fields().get(field) else {
+            return InSubgraph::Absent;
+        };
+        if f.join_field.is_empty() {
+            // No join directive: every subgraph of the type resolves it.
+            return if def.is_defined_in_subgraph(graph) {
+                InSubgraph::Resolved { own_type: None }
+            } else {
+                InSubgraph::Absent
+            };
+        }
+        match f
+            .join_field
+            .iter()
+            .find(|jf| jf.graph_id.as_deref() == Some(graph))
+        {
+            Some(jf) if jf.external => InSubgraph::External,
+            Some(jf) => InSubgraph::Resolved {
+                own_type: jf
+                    .type_in_graph
+                    .as_ref()
+                    .map(|t| t.inner_type().to_string()),
+            },
+            None => InSubgraph::Absent,
+        }
+    }
+
+    /// Whether `subgraph` resolves field `field` of `ty` itself.
+    fn resolves(&self, ty: &str, field: &str, subgraph: SubgraphId) -> bool {
+        matches!(
+            self.in_subgraph(ty, field, subgraph),
+            InSubgraph::Resolved { .. }
+        )
+    }
+
+    /// The type of field `field` of `ty` in `subgraph`'s own schema (a subgraph may
+    /// declare a field with a narrower type than the supergraph's).
+    fn field_type(&self, ty: &str, field: &str, subgraph: SubgraphId) -> Option<String> {
+        if let InSubgraph::Resolved {
+            own_type: Some(own),
+        } = self.in_subgraph(ty, field, subgraph)
+        {
+            return Some(own);
+        }
         self.state
             .field_return_type_name(ty, field)
             .map(str::to_string)
@@ -233,13 +318,7 @@ impl<'a> ReferenceKeys<'a> {
     /// validate there).
     fn possible(&self, ty: &str, subgraph: SubgraphId) -> Vec<String> {
         use hive_router_query_planner::state::supergraph_state::SupergraphDefinition as D;
-        let name = &self.supergraph.subgraphs[subgraph].name;
-        let Some(graph) = self
-            .state
-            .known_subgraphs
-            .iter()
-            .find_map(|(id, n)| (n == name).then_some(id.as_str()))
-        else {
+        let Some(graph) = self.graphs.get(subgraph).and_then(Option::as_deref) else {
             return Vec::new();
         };
         match self.state.definitions.get(ty) {
@@ -267,6 +346,17 @@ impl<'a> ReferenceKeys<'a> {
     }
 }
 
+/// How a subgraph has a field.
+enum InSubgraph {
+    /// It resolves it, with this named type when its own differs from the
+    /// supergraph's.
+    Resolved { own_type: Option<String> },
+    /// It names it `@external`: another subgraph resolves it.
+    External,
+    /// It has no such field.
+    Absent,
+}
+
 /// Ask every entity in `doc`'s answer (sent to `subgraph`, its root of type
 /// `root_type`) for its `__typename` and key fields under reserved aliases.
 pub fn add_reference_keys(
@@ -292,7 +382,7 @@ pub fn add_reference_keys(
                 }
                 continue;
             }
-            if let Some(ty) = keys.field_type(root_type, &f.name) {
+            if let Some(ty) = keys.field_type(root_type, &f.name, subgraph) {
                 position(&mut f.selections, &ty, subgraph, keys);
             }
         }
@@ -337,7 +427,7 @@ fn beneath(set: &mut SelectionSet, ty: &str, subgraph: SubgraphId, keys: &mut Re
     for item in &mut set.items {
         match item {
             SelectionItem::Field(f) if !f.selections.items.is_empty() => {
-                if let Some(child) = keys.field_type(ty, &f.name) {
+                if let Some(child) = keys.field_type(ty, &f.name, subgraph) {
                     position(&mut f.selections, &child, subgraph, keys);
                 }
             }
