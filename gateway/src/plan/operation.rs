@@ -217,12 +217,9 @@ impl<'a> ReferenceKeys<'a> {
         if let Some(known) = self.parsed.get(&(ty.to_string(), subgraph)) {
             return known.clone();
         }
-        let key = self.canonical(ty).filter(|key| {
-            key.items.iter().all(|item| match item {
-                SelectionItem::Field(f) => self.resolves(ty, &f.name, subgraph),
-                _ => false,
-            })
-        });
+        let key = self
+            .canonical(ty)
+            .filter(|key| self.resolves_all(ty, key, subgraph));
         self.parsed.insert((ty.to_string(), subgraph), key.clone());
         key
     }
@@ -280,6 +277,21 @@ impl<'a> ReferenceKeys<'a> {
             },
             None => InSubgraph::Absent,
         }
+    }
+
+    /// Whether `subgraph` resolves every field of `set` (on objects of type `ty`),
+    /// nested ones included.
+    fn resolves_all(&self, ty: &str, set: &SelectionSet, subgraph: SubgraphId) -> bool {
+        set.items.iter().all(|item| match item {
+            SelectionItem::Field(f) => {
+                self.resolves(ty, &f.name, subgraph)
+                    && (f.selections.items.is_empty()
+                        || self.field_type(ty, &f.name, subgraph).is_some_and(|child| {
+                            self.resolves_all(&child, &f.selections, subgraph)
+                        }))
+            }
+            _ => false,
+        })
     }
 
     /// Whether `subgraph` resolves field `field` of `ty` itself.
