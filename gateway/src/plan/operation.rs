@@ -25,9 +25,11 @@
 //!   name may differ in type, and one alias must have one type.
 //!
 //! And one to the client's operation before it is planned
-//! ([`typename_under_aliases`]): an interface or union selection that asks its
+//! ([`plain_typenames`]): an interface or union selection that asks its
 //! `__typename` under an alias only (`{ search { kind: __typename } }`) also asks it
-//! unaliased, since the response writer tells the concrete type by `__typename`.
+//! unaliased, since the response writer tells the concrete type by `__typename`;
+//! and a selection whose every item is under `@skip`/`@include` asks it too, so
+//! that the object is fetched however the variables fall.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -477,11 +479,17 @@ fn add_keys(set: &mut SelectionSet, key: &SelectionSet, concrete: Option<&str>) 
     }
 }
 
-/// Make every interface or union selection of `set` (of objects of type `ty`) that
-/// asks `__typename` under an alias only ask it plainly too. The planner takes an
-/// aliased `__typename` for the one it would add, so without this a subgraph's
-/// answer would name no concrete type the response writer can read.
-pub fn typename_under_aliases(set: &mut SelectionSet, ty: &str, state: &SupergraphState) {
+/// Add a plain `__typename` to every selection of `set` (of objects of type `ty`)
+/// that needs one for its answer to be read:
+/// - an interface or union selection that asks `__typename` only under an alias: the
+///   planner takes an aliased `__typename` for the one it would add, so without this
+///   a subgraph's answer would name no concrete type the response writer can read;
+/// - a selection that asks no field whatever the variables (every item is under
+///   `@skip`/`@include`, or a fragment of such, or emptied by `@skip(if: true)`):
+///   when they are all skipped, the answer is still `{}` or `null` as the subgraph
+///   says, so the object must be fetched, and the planner would otherwise put the
+///   whole fetch under the condition (or fail to plan it at all).
+pub fn plain_typenames(set: &mut SelectionSet, ty: &str, state: &SupergraphState) {
     use hive_router_query_planner::state::supergraph_state::SupergraphDefinition as D;
     let is_abstract = matches!(
         state.definitions.get(ty),
@@ -490,7 +498,7 @@ pub fn typename_under_aliases(set: &mut SelectionSet, ty: &str, state: &Supergra
     let aliased = set.items.iter().any(
         |i| matches!(i, SelectionItem::Field(f) if f.name == "__typename" && f.alias.is_some()),
     );
-    if is_abstract && aliased {
+    if (is_abstract && aliased) || !asks_a_field_always(set) {
         typename(set);
     }
     for item in &mut set.items {
@@ -498,16 +506,30 @@ pub fn typename_under_aliases(set: &mut SelectionSet, ty: &str, state: &Supergra
             SelectionItem::Field(f) if !f.selections.items.is_empty() => {
                 if let Some(child) = state.field_return_type_name(ty, &f.name) {
                     let child = child.to_string();
-                    typename_under_aliases(&mut f.selections, &child, state);
+                    plain_typenames(&mut f.selections, &child, state);
                 }
             }
             SelectionItem::InlineFragment(i) => {
                 let on = i.type_condition.clone();
-                typename_under_aliases(&mut i.selections, &on, state);
+                plain_typenames(&mut i.selections, &on, state);
             }
             _ => {}
         }
     }
+}
+
+/// Whether `set` asks some field whatever the variables: one without `@skip` or
+/// `@include`, at its level or in a fragment without them. (A fragment's type
+/// condition may not hold, but an abstract selection gets its `__typename` from the
+/// planner anyway.)
+fn asks_a_field_always(set: &SelectionSet) -> bool {
+    set.items.iter().any(|i| match i {
+        SelectionItem::Field(f) => f.skip_if.is_none() && f.include_if.is_none(),
+        SelectionItem::InlineFragment(f) => {
+            f.skip_if.is_none() && f.include_if.is_none() && asks_a_field_always(&f.selections)
+        }
+        _ => false,
+    })
 }
 
 /// Add `__typename` to `set` unless it is there.
