@@ -91,6 +91,10 @@ pub async fn fetch_sdl(
 
 /// Read the SDL of every subgraph, compose, and build the app.
 pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
+    // Settings that cancel one another are refused before any subgraph is asked.
+    if let Some(settings) = &config.cache {
+        settings.check().map_err(|e| anyhow!(e))?;
+    }
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(5))
         .build()?;
@@ -99,6 +103,10 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
         sdls.push(fetch_sdl(&http, sg, &config.startup).await?);
     }
     let supergraph = Arc::new(Supergraph::compose(config.subgraphs.clone(), &sdls)?);
+    if let Some(settings) = &config.cache {
+        crate::caching::check_policy_against(&settings.policies, &supergraph)
+            .map_err(|e| anyhow!(e))?;
+    }
     let metrics = Arc::new(Metrics::new(
         config.subgraphs.iter().map(|s| s.name.clone()),
     ));

@@ -10,64 +10,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cache_core::strategies::{self, CATALOGUE};
+use cache_core::strategies::CATALOGUE;
 use cache_core::{Admission, Fetched, Lifetime, NamedStrategy, Strategy, StrategyContext};
+use common::strategies::{decisions, posts, posts_asked, users, with_strategies, POST};
 use common::{cache, gateway_over, metric, metrics_of, Lab, Server};
 use gateway::piece::Piece;
 use serde_json::{json, Value};
+use subgraph_host::cli::CacheControl;
 use subgraph_host::faults::{FaultPlan, Outage};
-use subgraph_host::{cli::CacheControl, Options};
-
-const POST: &str = r#"{ getPost(pid: "p1") { pid title } }"#;
-
-/// Cache settings: `ttl` seconds and these strategies (by spec).
-fn with_strategies(ttl: f64, specs: &[&str]) -> Option<gateway::caching::CacheSettings> {
-    let mut settings = cache(ttl)?;
-    settings.strategies = specs
-        .iter()
-        .map(|s| strategies::parse_and_build::<Piece>(s).expect(s))
-        .collect();
-    Some(settings)
-}
-
-/// `gateway_cache_strategy_decisions_total` for one namespace, strategy and decision.
-fn decisions(text: &str, namespace: &str, strategy: &str, decision: &str) -> u64 {
-    let series = format!(
-        "gateway_cache_strategy_decisions_total{{namespace=\"{namespace}\",strategy=\"{strategy}\",decision=\"{decision}\"}}"
-    );
-    text.lines()
-        .find_map(|l| l.strip_prefix(&series))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
-}
-
-async fn posts_asked(lab: &Lab) -> u64 {
-    lab.subgraph_requests().await.1
-}
-
-/// A posts subgraph with these faults and `Cache-Control`.
-fn posts(faults: FaultPlan, cache_control: CacheControl) -> axum::Router {
-    subgraph_host::router_with(
-        "post",
-        post_service::schema().into(),
-        Options {
-            faults,
-            cache_control,
-            ..Options::default()
-        },
-    )
-}
-
-fn users(cache_control: CacheControl) -> axum::Router {
-    subgraph_host::router_with(
-        "user",
-        user_service::schema().into(),
-        Options {
-            cache_control,
-            ..Options::default()
-        },
-    )
-}
 
 #[tokio::test]
 async fn second_hit_stores_a_key_on_its_second_miss() {

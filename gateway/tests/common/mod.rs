@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod shared_cache;
+pub mod strategies;
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
