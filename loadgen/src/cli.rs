@@ -210,6 +210,20 @@ pub struct MatrixArgs {
     pub skip: Vec<String>,
 }
 
+impl MatrixArgs {
+    /// Refuses flags that would cancel one another: `--quick` sets the rounds and
+    /// both windows, so with `--rounds`, `--duration` and `--warmup` all given it would
+    /// do nothing but mark a full run as indicative.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.quick && self.rounds.is_some() && self.duration.is_some() && self.warmup.is_some() {
+            anyhow::bail!(
+                "--quick and --rounds, --duration and --warmup: the three replace everything --quick sets, so it would only mark the run as quick; drop --quick or one of them"
+            );
+        }
+        Ok(())
+    }
+}
+
 /// `loadgen compare`.
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
