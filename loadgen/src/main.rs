@@ -16,6 +16,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare(&args),
         Command::Render(args) => loadgen::matrix::rerender(&args.dir),
         Command::Netproxy(args) => loadgen::netproxy::run(&args),
+        Command::NetproxyAccuracy(args) => loadgen::netproxy::accuracy::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
