@@ -58,7 +58,8 @@ async fn l1_answers_repeat_reads_without_a_round_trip() {
 #[tokio::test]
 async fn l1_expires_and_refills_from_redis() {
     let server = RedisServer::start();
-    let store = layered(&server.url(), Duration::from_millis(100));
+    // An L1 ttl of a second: the refilled copy must still be there when checked.
+    let store = layered(&server.url(), Duration::from_secs(1));
     // Subscribed first: its L1 clear must not land between the refill and the check.
     assert!(store.wait_subscribed(EVENTS_WITHIN).await);
     let cache = cache_over(&store);
@@ -68,7 +69,7 @@ async fn l1_expires_and_refills_from_redis() {
         .get_or_fetch(key, &ns, || async { Ok::<_, Infallible>(json!("Ada")) })
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
     assert!(
         store.l1().get(key).await.unwrap().is_none(),
         "L1 copy expired"
