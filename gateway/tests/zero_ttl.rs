@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use common::strategies::{decisions, posts, posts_asked, users, with_strategies, POST};
 use common::{gateway_over, post_router, user_router, Lab, Server};
-use gateway::supergraph::Subgraph;
 use serde_json::{json, Value};
 use subgraph_host::cli::CacheControl;
 use subgraph_host::faults::{Delay, FaultPlan};
@@ -231,16 +230,7 @@ async fn second_hit_early_refresh_and_ttl_jitter_alone_at_ttl_zero_are_refused_b
             "list ttl-jitter after origin-ttl",
         ),
     ] {
-        let mut config = common::config(vec![
-            Subgraph {
-                name: "user".into(),
-                url: user.url(),
-            },
-            Subgraph {
-                name: "post".into(),
-                url: post.url(),
-            },
-        ]);
+        let mut config = common::config_over(&user, &post);
         config.cache = with_strategies(ttl, specs);
         let error = match gateway::startup::build_app(&config).await {
             Ok(_) => panic!("{specs:?} at --ttl {ttl} started"),

@@ -294,7 +294,17 @@ pub async fn gateway_limited(
     limits: gateway::load::LoadLimits,
     tweak: impl FnOnce(&mut GatewayConfig),
 ) -> Server {
-    let mut cfg = config(vec![
+    let mut cfg = config_over(user, post);
+    tweak(&mut cfg);
+    let app = gateway::startup::build_app(&cfg)
+        .await
+        .expect("gateway starts");
+    Server::start(gateway::server::router_with_limits(app, limits)).await
+}
+
+/// The test configuration of a gateway over `user` and `post`.
+pub fn config_over(user: &Server, post: &Server) -> GatewayConfig {
+    config(vec![
         Subgraph {
             name: "user".into(),
             url: user.url(),
@@ -303,12 +313,7 @@ pub async fn gateway_limited(
             name: "post".into(),
             url: post.url(),
         },
-    ]);
-    tweak(&mut cfg);
-    let app = gateway::startup::build_app(&cfg)
-        .await
-        .expect("gateway starts");
-    Server::start(gateway::server::router_with_limits(app, limits)).await
+    ])
 }
 
 /// A free TCP port on 127.0.0.1.
