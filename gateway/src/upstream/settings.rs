@@ -376,6 +376,16 @@ mod tests {
     }
 
     #[test]
+    fn a_bare_window_reaches_a_subgraph_whose_ratio_a_named_flag_turns_on() {
+        let s = args(&[("ratio", "0"), ("ratio", "post=0.2"), ("window", "30s")])
+            .settings(&["user", "post"], SubgraphLimits::default())
+            .unwrap();
+        let rule = s.of("post").breaker.error_ratio.unwrap();
+        assert_eq!((rule.ratio, rule.window), (0.2, Duration::from_secs(30)));
+        assert_eq!(s.of("user").breaker.error_ratio, None);
+    }
+
+    #[test]
     fn bad_values_name_the_flag() {
         let err = |pairs: &[(&str, &str)]| {
             args(pairs)
