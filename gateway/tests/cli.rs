@@ -145,6 +145,11 @@ fn flags_that_would_cancel_another_are_refused_naming_both() {
         "field-list",
         "[policy.\"Query.getPost\"]\nstrategies = [\"early-refresh:beta=2\"]\n",
     );
+    let zero_field = file("zero-field", "[policy.\"Query.me\"]\nttl = 0\n");
+    let opted_out = file(
+        "opted-out",
+        "[policy.\"Query.me\"]\nttl = 0\nstrategies = []\n",
+    );
     let layered_field = file(
         "layered-field",
         "[policy.\"Query.getPost\"]\nstorage = \"layered\"\n",
@@ -191,6 +196,20 @@ fn flags_that_would_cancel_another_are_refused_naming_both() {
         (
             &["--ttl", "10", "--policy", &field_ttl.0],
             &["Query.getPost.ttl = 0 and Query.getPost.strategies [\"second-hit\"]"],
+        ),
+        (
+            &[
+                "--ttl",
+                "10",
+                "--strategy",
+                "early-refresh",
+                "--policy",
+                &zero_field.0,
+            ],
+            &[
+                "Query.me.ttl = 0 and --strategy early-refresh",
+                "give Query.me strategies = [] to run none",
+            ],
         ),
         (
             &["--ttl", "0", "--policy", &field_list.0],
@@ -354,6 +373,14 @@ fn flags_that_would_cancel_another_are_refused_naming_both() {
             "ttl-jitter",
         ],
         &["--ttl", "0", "--stale", "5", "--strategy", "second-hit"],
+        &[
+            "--ttl",
+            "10",
+            "--strategy",
+            "early-refresh",
+            "--policy",
+            &opted_out.0,
+        ],
         &[
             "--ttl",
             "10",

@@ -107,11 +107,17 @@ impl CacheSettings {
                     Some(t) => format!("{name}.ttl = {t}"),
                     None => format!("--ttl {}", seconds(self.ttl)),
                 };
+                // A field that inherits --strategy can also opt out of it.
+                let opt_out = if rule.strategies.is_none() {
+                    format!("; or give {name} strategies = [] to run none")
+                } else {
+                    String::new()
+                };
                 match conflict {
                     cache_core::strategies::LifetimeConflict::Undone { .. } => {
                         format!("{policy}: {list_source}: {conflict}")
                     }
-                    _ => format!("{policy}: {ttl_source} and {list_source}: {conflict}"),
+                    _ => format!("{policy}: {ttl_source} and {list_source}: {conflict}{opt_out}"),
                 }
             })?;
         }
