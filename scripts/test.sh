@@ -21,6 +21,8 @@ need_apt cc gcc
 # The Redis tier's tests start their own redis-server (Debian's package, 7.0 or later),
 # and three of them as a Redis Cluster formed with redis-cli (which the package brings).
 need_apt redis-server redis-server
+# loadgen/tests/report_browser.rs opens the run pages in headless Chromium (Debian's).
+need_apt chromium chromium
 
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 if [ "${CI:-}" = true ]; then

@@ -16,16 +16,15 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_graphql_parser::types::DocumentOperations;
 use criterion::{criterion_group, criterion_main, Criterion};
+use gateway::answer::piece::Piece;
 use gateway::caching::{CacheSettings, ResolverCache, StorageKind};
-use gateway::execute::RequestInput;
-use gateway::piece::Piece;
-use gateway::plan::{compile, Plan};
-use gateway::supergraph::{Subgraph, Supergraph};
+use gateway::plan::{Fetch, FetchKind, Plan, Planner};
+use gateway::server::request::RequestInput;
+use gateway::supergraph::Subgraph;
 use gateway::upstream::FetchError;
 
-fn supergraph() -> Supergraph {
+fn planner() -> Planner {
     let options = async_graphql::SDLExportOptions::new().federation();
     let sdls = [
         user_service::schema().sdl_with_options(options),
@@ -37,15 +36,19 @@ fn supergraph() -> Supergraph {
             url: format!("http://{name}/graphql"),
         })
         .to_vec();
-    Supergraph::compose(subgraphs, &sdls).expect("the seed schema composes")
+    Planner::compose(&subgraphs, &sdls, true).expect("the seed schema composes")
 }
 
-fn plan(supergraph: &Supergraph, text: &str, variables: &async_graphql::Variables) -> Arc<Plan> {
-    let doc = async_graphql_parser::parse_query(text).unwrap();
-    let DocumentOperations::Single(op) = &doc.operations else {
-        unreachable!("one operation")
-    };
-    Arc::new(compile(supergraph, &doc, &op.node, variables).unwrap())
+fn plan(planner: &Planner, text: &str, variables: &async_graphql::Variables) -> Arc<Plan> {
+    Arc::new(planner.compile_text(text, variables).unwrap())
+}
+
+/// The plan's first fetch of the kind `root` asks for.
+fn first(plan: &Plan, root: bool) -> &Fetch {
+    plan.fetches
+        .iter()
+        .find(|f| matches!(f.kind, FetchKind::Root(_)) == root)
+        .expect("a fetch of that kind")
 }
 
 fn input(variables: serde_json::Value) -> Arc<RequestInput> {
@@ -81,7 +84,7 @@ fn bench(c: &mut Criterion) {
         eviction: Default::default(),
     })
     .unwrap();
-    let sg = supergraph();
+    let sg = planner();
     let selection = "{ pid title content author { id name } }";
     let constant = plan(
         &sg,
@@ -110,11 +113,27 @@ fn bench(c: &mut Criterion) {
         futures::future::ready(answers)
     };
     let representation = r#"{"__typename":"User","id":"u1"}"#;
-    let site = &entity.sites[0];
+    let root_call = |plan: &Plan, input: &RequestInput| {
+        let fetch = first(plan, true);
+        let FetchKind::Root(root) = &fetch.kind else {
+            unreachable!("a root fetch")
+        };
+        cache.root_call(plan, fetch, root, input)
+    };
+    let entity_fetch = first(&entity, false);
+    let FetchKind::Entities(groups) = &entity_fetch.kind else {
+        unreachable!("an entity fetch")
+    };
     let calls = |which: &str| match which {
-        "root_constant" => cache.root_call(&constant, &constant.roots[0], &no_variables),
-        "root_variables" => cache.root_call(&with_variables, &with_variables.roots[0], &n_is_2),
-        _ => cache.entity_call(&entity, site, representation, &no_variables),
+        "root_constant" => root_call(&constant, &no_variables),
+        "root_variables" => root_call(&with_variables, &n_is_2),
+        _ => cache.entity_call(
+            entity_fetch,
+            &groups[0],
+            groups[0].namespace("User"),
+            representation,
+            &no_variables,
+        ),
     };
     for which in ["root_constant", "root_variables", "entity"] {
         // Store the entry, then measure hits.

@@ -3,7 +3,7 @@
 //! Their keys are small (indices, pointers, short strings) and come from the gateway
 //! itself, not from clients, so a fast non-keyed hasher is safe; std's SipHash is
 //! built to resist crafted keys, which these never are. The choice is measured in the
-//! README ("Allocator and hashing").
+//! docs/cpu-and-peers.md ("Allocator and hashing").
 
 /// A `HashMap` with ahash's fast hasher, with fixed keys (a new map costs nothing
 /// to seed).

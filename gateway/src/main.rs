@@ -7,22 +7,22 @@ use cache_core::storage::Eviction;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use gateway::caching::{build_strategies, RedisSettings, RedisTarget, StorageKind};
-use gateway::connections::ServeOptions;
-use gateway::load::LoadLimits;
-use gateway::request::RequestLimits;
-use gateway::startup::{Backoff, GatewayConfig};
+use gateway::documents::validation::DocumentLimits;
+use gateway::server::connections::ServeOptions;
+use gateway::server::load::LoadLimits;
+use gateway::server::request::RequestLimits;
+use gateway::startup::{Backoff, GatewayConfig, GraphSource};
 use gateway::supergraph::Subgraph;
 use gateway::upstream::{SubgraphLimits, UpstreamArgs};
-use gateway::validation::DocumentLimits;
 
-/// The `mimalloc` build's allocator (README "Allocator and hashing").
+/// The `mimalloc` build's allocator (docs/cpu-and-peers.md, "Allocator and hashing").
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Parser, Debug)]
 #[command(
-    about = "Federating GraphQL gateway: composes the subgraphs' SDL and plans queries across them",
+    about = "Federating GraphQL gateway: reads a supergraph (or composes the subgraphs' SDL) and plans queries across them",
     subcommand_negates_reqs = true,
     args_conflicts_with_subcommands = true
 )]
@@ -34,12 +34,27 @@ struct Cli {
     listen: SocketAddr,
     /// Threads that run requests: 1 runs the whole gateway on one thread (tokio's
     /// current-thread runtime); more, a work-stealing pool. Default: one per core.
-    /// README "Worker threads" measures both on the lab's two cores.
+    /// docs/cpu-and-peers.md ("Worker threads") measures both on the lab's two cores.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     worker_threads: Option<u16>,
-    /// A subgraph as NAME=URL (repeat for each subgraph).
-    #[arg(long = "subgraph", value_name = "NAME=URL", required = true, value_parser = parse_subgraph)]
+    /// A subgraph as NAME=URL (repeat for each subgraph): the gateway reads each
+    /// one's `_service { sdl }` and composes them itself.
+    #[arg(
+        long = "subgraph",
+        value_name = "NAME=URL",
+        required_unless_present = "supergraph",
+        conflicts_with = "supergraph",
+        value_parser = parse_subgraph
+    )]
     subgraphs: Vec<Subgraph>,
+    /// A composed supergraph SDL (Federation 2: join v0.3 to v0.5), as Apollo's or
+    /// The Guild's composition writes it; subgraph URLs come from the file.
+    #[arg(long, value_name = "FILE")]
+    supergraph: Option<std::path::PathBuf>,
+    /// With --supergraph: use URL for subgraph NAME instead of the file's (repeat
+    /// for each).
+    #[arg(long = "subgraph-url", value_name = "NAME=URL", requires = "supergraph", value_parser = parse_subgraph)]
+    subgraph_urls: Vec<Subgraph>,
     /// Give up reading the subgraphs' SDL after this many seconds.
     #[arg(long, default_value_t = 30.0)]
     startup_timeout_secs: f64,
@@ -161,6 +176,19 @@ enum Command {
     /// Print the cache strategies --strategy takes (name, parameters with their
     /// defaults, what each does) and the memory store's settings.
     Strategies,
+    /// Read each subgraph's SDL, compose them as the gateway does for --subgraph,
+    /// and print the supergraph (join spec v0.3) on standard output.
+    Compose(ComposeArgs),
+}
+
+#[derive(Args, Debug)]
+struct ComposeArgs {
+    /// A subgraph as NAME=URL (repeat for each subgraph).
+    #[arg(long = "subgraph", value_name = "NAME=URL", required = true, value_parser = parse_subgraph)]
+    subgraphs: Vec<Subgraph>,
+    /// Give up reading the subgraphs' SDL after this many seconds.
+    #[arg(long, default_value_t = 30.0)]
+    startup_timeout_secs: f64,
 }
 
 #[derive(Args, Debug)]
@@ -227,11 +255,41 @@ impl Cli {
             Duration::try_from_secs_f64(self.startup_timeout_secs).map_err(|_| {
                 "--startup-timeout-secs must be a non-negative number of seconds".to_string()
             })?;
-        let mut names: Vec<&str> = self.subgraphs.iter().map(|s| s.name.as_str()).collect();
-        names.sort_unstable();
-        if names.windows(2).any(|w| w[0] == w[1]) {
-            return Err("--subgraph: each subgraph name may appear once".into());
-        }
+        let graph = match &self.supergraph {
+            Some(path) => {
+                let sdl = std::fs::read_to_string(path)
+                    .map_err(|e| format!("--supergraph {}: {e}", path.display()))?;
+                let subgraphs = gateway::supergraph::join::subgraphs_of(&sdl)
+                    .map_err(|e| format!("--supergraph {}: {e}", path.display()))?;
+                for o in &self.subgraph_urls {
+                    if !subgraphs.iter().any(|s| s.name == o.name) {
+                        let known: Vec<&str> = subgraphs.iter().map(|s| s.name.as_str()).collect();
+                        return Err(format!(
+                            "--subgraph-url {}: {} has no subgraph named {:?} (it has: {})",
+                            o.name,
+                            path.display(),
+                            o.name,
+                            known.join(", ")
+                        ));
+                    }
+                }
+                GraphSource::Supergraph {
+                    sdl,
+                    subgraphs,
+                    overrides: self.subgraph_urls.clone(),
+                }
+            }
+            None => {
+                let mut names: Vec<&str> = self.subgraphs.iter().map(|s| s.name.as_str()).collect();
+                names.sort_unstable();
+                if names.windows(2).any(|w| w[0] == w[1]) {
+                    return Err("--subgraph: each subgraph name may appear once".into());
+                }
+                GraphSource::Compose(self.subgraphs.clone())
+            }
+        };
+        let names: Vec<String> = graph.subgraph_names();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let seconds = |flag: &str, v: f64| {
             Duration::try_from_secs_f64(v)
                 .map_err(|_| format!("{flag} must be a non-negative number of seconds"))
@@ -371,7 +429,7 @@ impl Cli {
             return Err("--max-depth, --max-fields, --max-body-bytes and --max-upstream-body-bytes must be positive".into());
         }
         Ok(GatewayConfig {
-            subgraphs: self.subgraphs.clone(),
+            graph,
             startup: Backoff {
                 deadline: startup_deadline,
                 first: Duration::from_millis(50),
@@ -443,6 +501,7 @@ async fn main_in_runtime(cli: Cli, matches: &ArgMatches) -> i32 {
             print!("{}", cache_core::strategies::catalogue());
             return 0;
         }
+        Some(Command::Compose(args)) => return compose(args).await,
         None => {}
     }
     let config = match cli.config(&|id| given_in(matches, id)) {
@@ -490,6 +549,31 @@ async fn run(cli: &Cli, config: GatewayConfig) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// `gateway compose`: the supergraph the gateway composes for these subgraphs.
+async fn compose(args: &ComposeArgs) -> i32 {
+    let Ok(deadline) = Duration::try_from_secs_f64(args.startup_timeout_secs) else {
+        eprintln!(
+            "gateway compose: --startup-timeout-secs must be a non-negative number of seconds"
+        );
+        return 2;
+    };
+    let backoff = Backoff {
+        deadline,
+        first: Duration::from_millis(50),
+        max: Duration::from_secs(2),
+    };
+    match gateway::startup::compose(&args.subgraphs, &backoff).await {
+        Ok(sdl) => {
+            print!("{sdl}");
+            0
+        }
+        Err(e) => {
+            eprintln!("gateway compose: {e:#}");
+            1
+        }
+    }
 }
 
 /// `gateway redis-gc`: one lazy chunk or one strict pass; prints its report and

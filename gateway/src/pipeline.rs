@@ -3,7 +3,7 @@
 //!
 //! 1. **Document**: the document cache ([`crate::documents`]) by the text's hash. A
 //!    new document is parsed, admitted (field counts, reserved names) and validated
-//!    by async-graphql ([`crate::validation`]) before it is kept.
+//!    by async-graphql ([`crate::documents::validation`]) before it is kept.
 //! 2. **Operation and variables**: the operation the request names, its variables'
 //!    defaults, and whether the variables fit their declared types.
 //! 3. **Plan**: the document's plan for this operation and these `@skip`/`@include`
@@ -27,19 +27,22 @@ use async_graphql_parser::types::{
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
+use crate::documents::validation::{DocumentLimits, Validator};
 use crate::documents::{
     admit, check_variables, CachedDocument, DocumentCache, DocumentKey, KeptPlan, Refusal,
 };
-use crate::execute::{Executor, RequestInput};
-use crate::metrics::Metrics;
-use crate::plan::{compile, Conditions, DocumentView, Plan};
-use crate::request::{text_nesting, GraphqlRequest, MediaType, Rejection, RequestLimits};
+use crate::execute::Executor;
+use crate::plan::{Conditions, DocumentView, Plan, Planner};
+use crate::server::metrics::Metrics;
+use crate::server::request::{
+    text_nesting, GraphqlRequest, MediaType, Rejection, RequestInput, RequestLimits,
+};
 use crate::supergraph::Supergraph;
-use crate::validation::{DocumentLimits, Validator};
 
 /// Everything the request path needs.
 pub struct App {
     pub supergraph: Arc<Supergraph>,
+    pub planner: Arc<Planner>,
     pub validator: Arc<Validator>,
     pub executor: Executor,
     pub metrics: Arc<Metrics>,
@@ -273,7 +276,7 @@ pub async fn handle(
     };
     // 5. The response.
     let mut body = Vec::with_capacity(512);
-    let failed = crate::response::write(&mut body, &plan, &outcome, &input);
+    let failed = crate::response::write(&mut body, &plan, &outcome, &input, &app.supergraph);
     app.metrics.request(started.elapsed(), failed);
     respond(StatusCode::OK, body, media)
 }
@@ -309,8 +312,11 @@ fn plan_for(
             return Ok(plan.clone());
         }
     }
-    let plan =
-        Arc::new(compile(&app.supergraph, &entry.doc, op, variables).map_err(|e| e.to_string())?);
+    let plan = Arc::new(
+        app.planner
+            .compile(&entry.text, &entry.doc, op, operation_name, variables)
+            .map_err(|e| e.to_string())?,
+    );
     if bits.is_none() && fresh {
         // More condition variables than plans are kept for: the document is kept,
         // its plans are compiled per request.

@@ -1,8 +1,11 @@
-//! Start-up: read every subgraph's SDL, compose, and assemble a running gateway.
+//! Start-up: get the supergraph, build the planner, and assemble a running gateway.
 //!
-//! Subgraphs often start at the same time as the gateway, so reading their SDL is
-//! retried with exponential backoff until a deadline; the error then names the
-//! subgraph and the last failure.
+//! The supergraph is a file (`--supergraph`), or the lab's own composition of the
+//! subgraphs' SDL (`--subgraph NAME=URL`); either way one supergraph SDL reaches
+//! the one reader and planner ([`crate::supergraph::join`]). Subgraphs often start
+//! at the same time as the gateway, so reading their SDL is retried with
+//! exponential backoff until a deadline; the error then names the subgraph and the
+//! last failure.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,14 +13,15 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context as _};
 
 use crate::caching::{CacheSettings, ResolverCache};
+use crate::documents::validation::{DocumentLimits, Validator};
 use crate::documents::DocumentCache;
 use crate::execute::Executor;
-use crate::metrics::Metrics;
 use crate::pipeline::App;
-use crate::request::RequestLimits;
+use crate::plan::Planner;
+use crate::server::metrics::Metrics;
+use crate::server::request::RequestLimits;
 use crate::supergraph::{Subgraph, Supergraph};
 use crate::upstream::{Upstream, UpstreamSettings};
-use crate::validation::{DocumentLimits, Validator};
 
 /// How long and how often to retry reading a subgraph's SDL.
 #[derive(Debug, Clone)]
@@ -27,10 +31,34 @@ pub struct Backoff {
     pub max: Duration,
 }
 
+/// Where the supergraph comes from.
+#[derive(Debug, Clone)]
+pub enum GraphSource {
+    /// Compose these subgraphs' SDL.
+    Compose(Vec<Subgraph>),
+    /// A supergraph file's text, its subgraphs, and URLs that replace some of theirs.
+    Supergraph {
+        sdl: String,
+        subgraphs: Vec<Subgraph>,
+        overrides: Vec<Subgraph>,
+    },
+}
+
+impl GraphSource {
+    /// The subgraphs' names, in order.
+    pub fn subgraph_names(&self) -> Vec<String> {
+        let subgraphs = match self {
+            GraphSource::Compose(s) => s,
+            GraphSource::Supergraph { subgraphs, .. } => subgraphs,
+        };
+        subgraphs.iter().map(|s| s.name.clone()).collect()
+    }
+}
+
 /// Everything needed to build a gateway.
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
-    pub subgraphs: Vec<Subgraph>,
+    pub graph: GraphSource,
     pub startup: Backoff,
     /// Per subgraph: connect and request timeouts, and the circuit breaker.
     pub upstream: UpstreamSettings,
@@ -89,29 +117,44 @@ pub async fn fetch_sdl(
     }
 }
 
-/// Read the SDL of every subgraph, compose, and build the app.
+/// Read the SDL of every subgraph and compose them: the supergraph SDL.
+pub async fn compose(subgraphs: &[Subgraph], backoff: &Backoff) -> anyhow::Result<String> {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()?;
+    let mut sdls = Vec::with_capacity(subgraphs.len());
+    for sg in subgraphs {
+        sdls.push(fetch_sdl(&http, sg, backoff).await?);
+    }
+    Ok(crate::supergraph::compose::compose(subgraphs, &sdls)?)
+}
+
+/// Get the supergraph, build the planner, and build the app.
 pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
     // Settings that cancel one another are refused before any subgraph is asked.
     if let Some(settings) = &config.cache {
         settings.check().map_err(|e| anyhow!(e))?;
     }
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .build()?;
-    let mut sdls = Vec::with_capacity(config.subgraphs.len());
-    for sg in &config.subgraphs {
-        sdls.push(fetch_sdl(&http, sg, &config.startup).await?);
-    }
-    let supergraph = Arc::new(Supergraph::compose(config.subgraphs.clone(), &sdls)?);
+    let (sdl, overrides) = match &config.graph {
+        GraphSource::Compose(subgraphs) => (compose(subgraphs, &config.startup).await?, &[][..]),
+        GraphSource::Supergraph { sdl, overrides, .. } => (sdl.clone(), &overrides[..]),
+    };
+    let (mut model, hive) = Supergraph::from_sdl(&sdl)?;
+    model.override_urls(overrides).map_err(|e| anyhow!(e))?;
+    let supergraph = Arc::new(model);
     if let Some(settings) = &config.cache {
         crate::caching::check_policy_against(&settings.policies, &supergraph)
             .map_err(|e| anyhow!(e))?;
     }
-    let metrics = Arc::new(Metrics::new(
-        config.subgraphs.iter().map(|s| s.name.clone()),
+    let subgraphs = &supergraph.subgraphs;
+    let planner = Arc::new(Planner::new(
+        hive,
+        supergraph.clone(),
+        config.cache.is_some(),
     ));
+    let metrics = Arc::new(Metrics::new(subgraphs.iter().map(|s| s.name.clone())));
     let upstream = Arc::new(Upstream::new(
-        &config.subgraphs,
+        subgraphs,
         &config.upstream,
         config.max_upstream_body_bytes,
         metrics.clone(),
@@ -150,9 +193,11 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
         upstream,
         cache,
         validator: validator.clone(),
+        supergraph: supergraph.clone(),
     };
     Ok(Arc::new(App {
         supergraph,
+        planner,
         validator,
         executor,
         metrics,

@@ -247,3 +247,48 @@ async fn invalidation_off_keeps_entries_until_their_ttl_even_a_long_one() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_root_field_under_an_alias_is_answered_under_its_own_key() {
+    // The same field, once plainly and once aliased: each answer stands under its
+    // response key, whichever of the two filled the cache first.
+    let lab = Lab::start_with(|c| c.cache = cache(10.0)).await;
+    let plain = lab.query("{ topPosts(count: 2) { pid } }").await;
+    assert_eq!(
+        plain,
+        json!({ "data": { "topPosts": [{ "pid": "p1" }, { "pid": "p2" }] } })
+    );
+    let aliased = lab.query("{ top: topPosts(count: 2) { pid } }").await;
+    assert_eq!(
+        aliased,
+        json!({ "data": { "top": [{ "pid": "p1" }, { "pid": "p2" }] } })
+    );
+    let again = lab.query("{ topPosts(count: 2) { pid } }").await;
+    assert_eq!(again, plain);
+}
+
+#[tokio::test]
+async fn a_variables_default_is_part_of_the_key_and_an_unsent_variable_is_no_argument() {
+    // Three documents that send no variable: two declare different defaults, one
+    // none (so `count` takes the field's own default, 2). None may answer another's.
+    let lab = Lab::start_with(|c| c.cache = cache(10.0)).await;
+    let pids = |answer: &serde_json::Value| answer["data"]["topPosts"].as_array().map(Vec::len);
+    let one = lab
+        .query("query($n: Int = 1) { topPosts(count: $n) { pid } }")
+        .await;
+    assert_eq!(pids(&one), Some(1), "{one}");
+    let three = lab
+        .query("query($n: Int = 3) { topPosts(count: $n) { pid } }")
+        .await;
+    assert_eq!(pids(&three), Some(3), "{three}");
+    let unset = lab
+        .query("query($n: Int) { topPosts(count: $n) { pid } }")
+        .await;
+    let field_default = lab.query("{ topPosts { pid } }").await;
+    assert_eq!(unset, field_default);
+    assert_eq!(pids(&field_default), Some(2), "{field_default}");
+    let again = lab
+        .query("query($n: Int = 1) { topPosts(count: $n) { pid } }")
+        .await;
+    assert_eq!(again, one);
+}

@@ -341,10 +341,18 @@ async fn a_subgraph_that_is_down_turns_only_its_fields_into_errors() {
                 .contains("subgraph user is unavailable")),
         "{answer}"
     );
+    // The author's entity fetch failed: the error is at the field it left without a
+    // value, and since `name` is `String!`, the null propagates to the nullable
+    // `author`.
     assert!(
         errors
             .iter()
             .any(|e| e["path"] == json!(["topPosts", 0, "author", "name"])),
+        "{answer}"
+    );
+    assert_eq!(
+        answer["data"]["topPosts"][0]["author"],
+        json!(null),
         "{answer}"
     );
     // The subgraph comes back on the same address: the next request sees it.

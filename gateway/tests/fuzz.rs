@@ -31,7 +31,7 @@ mod mutate;
 mod wire;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::Lab;
 use rand::{Rng, SeedableRng};
@@ -251,37 +251,18 @@ async fn fuzz_lab() -> FuzzLab {
     FuzzLab { lab, wire }
 }
 
-fn env_number(name: &str) -> Option<u64> {
-    let text = std::env::var(name).ok()?;
-    Some(
-        text.parse()
-            .unwrap_or_else(|_| panic!("{name}={text:?} is not a whole number")),
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generated_input_never_breaks_the_gateway() {
     let lab = fuzz_lab().await;
-    let seconds = env_number("FUZZ_SECONDS");
-    let cases_per_kind = env_number("FUZZ_CASES").unwrap_or(120) as usize;
-    let seed = env_number("FUZZ_SEED").unwrap_or_else(|| match seconds {
-        Some(_) => std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(1),
-        None => 1,
-    });
-    let until = seconds.map(|s| Instant::now() + Duration::from_secs(s));
+    // FUZZ_CASES counts cases per kind.
+    let campaign = common::campaign::Campaign::from_env("FUZZ", 120);
+    let seed = campaign.seed;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut failures = Vec::new();
     let mut counts = [0usize; KINDS.len()];
     let mut n = 0usize;
     loop {
-        let done = match until {
-            Some(t) => Instant::now() >= t,
-            None => n >= cases_per_kind * KINDS.len(),
-        };
-        if done || failures.len() >= 20 {
+        if !campaign.goes_on(n / KINDS.len()) || failures.len() >= 20 {
             break;
         }
         let k = n % KINDS.len();

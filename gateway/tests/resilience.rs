@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{sample, Lab, Server};
-use gateway::load::LoadLimits;
+use gateway::server::load::LoadLimits;
 use gateway::upstream::{SubgraphLimits, UpstreamSettings};
 use serde_json::{json, Value};
 use subgraph_host::faults::FaultPlan;

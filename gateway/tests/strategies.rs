@@ -14,7 +14,7 @@ use cache_core::strategies::CATALOGUE;
 use cache_core::{Admission, Fetched, Lifetime, NamedStrategy, Strategy, StrategyContext};
 use common::strategies::{decisions, posts, posts_asked, users, with_strategies, POST};
 use common::{cache, gateway_over, metric, metrics_of, Lab, Server};
-use gateway::piece::Piece;
+use gateway::answer::piece::Piece;
 use serde_json::{json, Value};
 use subgraph_host::cli::CacheControl;
 use subgraph_host::faults::{FaultPlan, Outage};

@@ -29,10 +29,13 @@ pub enum Command {
     Bench(BenchArgs),
     /// Run an experiment file: every configuration, in interleaved rounds.
     Matrix(MatrixArgs),
-    /// Print two matrix runs side by side.
+    /// Print two matrix runs side by side (with --html, write them as a page).
     Compare(CompareArgs),
-    /// Write a run's summary.md and charts again from its summary.json and manifest.json.
+    /// Write a run's summary.md, charts and page again from its summary.json and manifest.json.
     Render(RenderArgs),
+    /// Write run pages (RUN/index.html) and the results index (index.html beside the runs)
+    /// from the files in the run folders.
+    Report(ReportArgs),
     /// Serve the calibration target (fixed answers, known delays) for comparisons.
     Target(TargetArgs),
     /// A TCP proxy that delays every byte by half an RTT each way (latency without netem).
@@ -234,6 +237,27 @@ pub struct CompareArgs {
     pub a: PathBuf,
     /// The second run: its directory or its summary.json.
     pub b: PathBuf,
+    /// Also write the comparison as a page to this file (e.g. compare.html): per
+    /// configuration A, B, B/A and every round, opened from disk.
+    #[arg(long, value_name = "OUT")]
+    pub html: Option<PathBuf>,
+}
+
+/// `loadgen report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Matrix run folders (results/RUN-ID): each gets its index.html, and the folder
+    /// holding them its index.html of every run.
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub dirs: Vec<PathBuf>,
+    /// Every matrix run in this folder (e.g. results) gets its page, and the folder its
+    /// index.html.
+    #[arg(long, value_name = "RESULTS")]
+    pub all: Option<PathBuf>,
+    /// Draw each run's charts again from its summary.json first (after loadgen's charts
+    /// changed); summary.md and the measurements are left as they are.
+    #[arg(long)]
+    pub charts: bool,
 }
 
 /// `loadgen render`.

@@ -15,6 +15,7 @@ fn main() -> ExitCode {
         Command::Matrix(args) => loadgen::matrix::run(&args).map(|_| ()),
         Command::Compare(args) => compare(&args),
         Command::Render(args) => loadgen::matrix::rerender(&args.dir),
+        Command::Report(args) => loadgen::matrix::report::run(&args),
         Command::Netproxy(args) => loadgen::netproxy::run(&args),
         Command::NetproxyAccuracy(args) => loadgen::netproxy::accuracy::run(&args),
     };
@@ -70,5 +71,9 @@ fn compare(args: &CompareArgs) -> anyhow::Result<()> {
     let a = loadgen::matrix::compare::load_summary(&args.a)?;
     let b = loadgen::matrix::compare::load_summary(&args.b)?;
     print!("{}", loadgen::matrix::compare::render(&a, &b));
+    if let Some(out) = &args.html {
+        loadgen::matrix::compare::write_page(&args.a, &args.b, out)?;
+        eprintln!("loadgen compare: page written to {}", out.display());
+    }
     Ok(())
 }

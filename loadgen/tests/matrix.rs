@@ -7,10 +7,13 @@
 //! The service binaries must be built next to loadgen's (`cargo build --workspace`
 //! before `cargo test --workspace`); the test says so when they are missing.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Command;
 
 use loadgen::matrix::summary::Summary;
+
+mod support;
+use support::{loadgen, quick_matrix, require_services, scratch};
 
 const SEED_QUERY: &str =
     "query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }";
@@ -29,22 +32,6 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn loadgen() -> &'static str {
-    env!("CARGO_BIN_EXE_loadgen")
-}
-
-fn require_services() -> PathBuf {
-    let dir = Path::new(loadgen()).parent().unwrap().to_path_buf();
-    for name in ["gateway", "user-service", "post-service"] {
-        assert!(
-            dir.join(name).is_file(),
-            "{name} is not built in {}: run `cargo build --workspace` before these tests",
-            dir.display()
-        );
-    }
-    dir
-}
-
 /// Every process of a `runs/*.json` record ended on SIGTERM.
 fn assert_stopped_by_sigterm(record: &serde_json::Value) {
     for s in record["services"].as_array().unwrap() {
@@ -60,32 +47,6 @@ fn require_redis_server() {
         "redis-server is not on PATH, so this test cannot run (it does not skip): install the \
          Debian package redis-server (apt-get install redis-server)"
     );
-}
-
-/// `loadgen matrix --quick` with `times` (`--duration`, `--warmup`) on `config`, into
-/// `run`; fails the test, with loadgen's stderr, when the run fails.
-fn quick_matrix(config: &Path, run: &Path, bin_dir: &Path, times: &[&str]) -> Output {
-    let output = Command::new(loadgen())
-        .args(["matrix", "--quick"])
-        .args(times)
-        .arg("--config")
-        .arg(config)
-        .arg("--out")
-        .arg(run)
-        .arg("--bin-dir")
-        .arg(bin_dir)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "matrix failed:\n{stderr}");
-    output
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("loadgen-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn experiment(expected: &str) -> String {

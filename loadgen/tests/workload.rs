@@ -449,7 +449,7 @@ gateway = ["--ttl", "60"]
         assert!(m.reads_checked.unwrap() > 50.0, "{}: {m:?}", c.name);
         assert_eq!(m.wrong_answers, Some(0), "{}", c.name);
         // The figure is there; whether it is 0 is the freshness tests' question (a busy
-        // gateway can race an in-flight fetch against an invalidation: see the README).
+        // gateway can race an in-flight fetch against an invalidation: see docs/workloads.md).
         assert!(m.stale_fraction.is_some(), "{}: {m:?}", c.name);
         for process in ["gateway", "user-service", "post-service", "loadgen"] {
             let us = m.cpu_us_per_request.get(process).copied();

@@ -12,9 +12,10 @@
 //! Layout, for a million posts in a few tens of MiB and milliseconds: a post is its
 //! author's index (4 bytes) and the title a mutation gave it (`None` until then, 16
 //! bytes); contents never change and are formatted when read. Per-author lookups
-//! (`User.topPosts`) read a compressed index built once by a counting sort: for each
-//! author, its posts in id order, one `u32` per post.
+//! (`User.topPosts`) read [`subgraph_host::groups::Groups`]: for each author, its posts
+//! in id order, one `u32` per post, built once by a counting sort.
 
+use subgraph_host::groups::Groups;
 use subgraph_host::{ids, random};
 
 /// The most posts a data set may have (ids stay within `u32`, memory within reason).
@@ -69,9 +70,8 @@ pub struct Posts {
     authors: Vec<u32>,
     /// The title a mutation gave each post, or `None` for `Post k`.
     titles: Vec<Option<Box<str>>>,
-    /// `by_author[starts[a]..starts[a + 1]]` are author `a`'s posts, in id order.
-    starts: Vec<u32>,
-    by_author: Vec<u32>,
+    /// Each author's posts, in id order.
+    by_author: Groups,
 }
 
 impl Default for Posts {
@@ -100,26 +100,12 @@ impl Posts {
     }
 
     /// Posts whose authors are `authors` (user row indexes below `users`), with the
-    /// per-author index built by a counting sort.
+    /// per-author index.
     fn with_authors(authors: Vec<u32>, users: u32) -> Posts {
-        let mut starts = vec![0u32; users as usize + 1];
-        for &a in &authors {
-            starts[a as usize + 1] += 1;
-        }
-        for a in 0..users as usize {
-            starts[a + 1] += starts[a];
-        }
-        let mut next = starts.clone();
-        let mut by_author = vec![0u32; authors.len()];
-        for (post, &a) in authors.iter().enumerate() {
-            by_author[next[a as usize] as usize] = post as u32;
-            next[a as usize] += 1;
-        }
         Posts {
             titles: vec![None; authors.len()],
+            by_author: Groups::build(users, &authors),
             authors,
-            starts,
-            by_author,
         }
     }
 
@@ -156,11 +142,12 @@ impl Posts {
     /// The first `count` posts of the user with id `author`, in id order (none for an
     /// id that wrote nothing).
     pub fn first_by(&self, author: &str, count: usize) -> Vec<PostRow> {
-        let Some(a) = ids::index("u", author).filter(|&a| a + 1 < self.starts.len()) else {
+        let Some(a) = ids::index("u", author) else {
             return Vec::new();
         };
-        let mine = &self.by_author[self.starts[a] as usize..self.starts[a + 1] as usize];
-        mine.iter()
+        self.by_author
+            .of(a)
+            .iter()
             .take(count)
             .map(|&p| self.row(p as usize))
             .collect()

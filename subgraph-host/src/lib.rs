@@ -1,7 +1,7 @@
-//! The HTTP harness both subgraphs share.
+//! The HTTP harness every subgraph shares (the first graph's two, the commerce graph's four).
 //!
 //! A subgraph crate owns its schema and data; this crate owns everything around it that
-//! the lab needs to be identical on both sides, one role per module:
+//! the lab needs to be identical on every side, one role per module:
 //!
 //! - [`cli`]: the command line (`--listen`, delays, faults, the document cache,
 //!   `--drain-timeout`, `--cache-control`) and its value parsers;
@@ -16,14 +16,15 @@
 //! - [`metrics`]: the counters on `/metrics`;
 //! - [`server`]: HTTP/1.1 connections, and the graceful drain on SIGTERM/SIGINT that lets
 //!   the matrix runner stop a service by PID without cutting requests;
-//! - [`ids`] and [`random`]: what the two data sets share, the id scheme and the
-//!   deterministic draws they are generated with.
+//! - [`ids`], [`random`] and [`groups`]: what the data sets share, the id scheme, the
+//!   deterministic draws they are generated with, and rows grouped by their owner.
 
 pub mod cli;
 pub mod decode;
 pub mod documents;
 pub mod faults;
 pub mod graphql;
+pub mod groups;
 pub mod ids;
 pub mod metrics;
 pub mod random;
@@ -48,10 +49,37 @@ pub fn main<A: clap::Args + clap::FromArgMatches, E: Executor>(
     default_listen: SocketAddr,
     executors: impl FnOnce(A) -> Executors<E>,
 ) {
+    let about =
+        format!("The {service} subgraph of graphql-cache-lab (default --listen {default_listen})");
+    main_with(binary, about, |data: A| {
+        Ok(Served {
+            service,
+            default_listen,
+            executors: executors(data),
+        })
+    });
+}
+
+/// What a subgraph binary serves, once its own flags are read: a binary that hosts
+/// several subgraphs (`commerce-service --subgraph …`) picks one here.
+pub struct Served<E> {
+    /// The name on its log lines and `/metrics` samples.
+    pub service: &'static str,
+    /// Where it listens without `--listen`.
+    pub default_listen: SocketAddr,
+    pub executors: Executors<E>,
+}
+
+/// [`main`] for a binary whose flags `A` decide which service it is: `serve` reads them
+/// and builds what is served, or refuses them with a message naming the flags (printed
+/// as `error: …`, exit 2, like a bad value of the host's own flags).
+pub fn main_with<A: clap::Args + clap::FromArgMatches, E: Executor>(
+    binary: &'static str,
+    about: String,
+    serve: impl FnOnce(A) -> Result<Served<E>, String>,
+) {
     use clap::{Args, Command, FromArgMatches};
-    let command = A::augment_args(HostArgs::augment_args(Command::new(binary).about(format!(
-        "The {service} subgraph of graphql-cache-lab (default --listen {default_listen})"
-    ))));
+    let command = A::augment_args(HostArgs::augment_args(Command::new(binary).about(about)));
     let matches = command.get_matches();
     let (args, data) = match (
         HostArgs::from_arg_matches(&matches),
@@ -60,13 +88,11 @@ pub fn main<A: clap::Args + clap::FromArgMatches, E: Executor>(
         (Ok(a), Ok(d)) => (a, d),
         (Err(e), _) | (_, Err(e)) => e.exit(),
     };
-    let faults = match args.fault_plan() {
-        Ok(plan) => plan,
-        Err(message) => {
-            eprintln!("error: {message}");
-            std::process::exit(2);
-        }
+    let refuse = |message: String| -> ! {
+        eprintln!("error: {message}");
+        std::process::exit(2);
     };
+    let faults = args.fault_plan().unwrap_or_else(|m| refuse(m));
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
@@ -75,7 +101,8 @@ pub fn main<A: clap::Args + clap::FromArgMatches, E: Executor>(
         }
     };
     let started = std::time::Instant::now();
-    let executors = executors(data);
+    let served = serve(data).unwrap_or_else(|m| refuse(m));
+    let service = served.service;
     eprintln!(
         "{service}: data set ready in {:.3} s, RSS {} (peak {})",
         started.elapsed().as_secs_f64(),
@@ -87,8 +114,8 @@ pub fn main<A: clap::Args + clap::FromArgMatches, E: Executor>(
         document_cache_bytes: args.document_cache_bytes,
         cache_control: args.cache_control,
     };
-    let router = router_with(service, executors, options);
-    let addr = args.listen.unwrap_or(default_listen);
+    let router = router_with(service, served.executors, options);
+    let addr = args.listen.unwrap_or(served.default_listen);
     if let Err(e) = runtime.block_on(server::run(service, addr, router, args.drain_timeout)) {
         eprintln!("{binary}: {e:#}");
         std::process::exit(1);

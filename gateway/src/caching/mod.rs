@@ -62,10 +62,10 @@ pub use settings::{
     RedisTarget, StorageKind,
 };
 
-use crate::execute::RequestInput;
+use crate::answer::piece::Piece;
 use crate::fast_map::FastMap;
-use crate::piece::Piece;
-use crate::plan::{EntitySite, Plan, RootFetch};
+use crate::plan::{EntityGroup, Fetch, Plan, RootFetch};
+use crate::server::request::RequestInput;
 use crate::upstream::FetchError;
 use tiers::Tier;
 
@@ -227,15 +227,21 @@ impl ResolverCache {
         }
     }
 
-    /// The call for root field `root` of `plan`: keyed by its namespace, its
-    /// arguments (those the policy picks) and its sub-selection, with the values of
-    /// the variables it uses and of the headers the policy names.
-    pub fn root_call(&self, plan: &Plan, root: &RootFetch, input: &RequestInput) -> Call {
+    /// The call for root field `root` (fetch `fetch` of `plan`): keyed by its
+    /// namespace, its arguments (those the policy picks) and its sub-selection, with
+    /// the values of the variables it uses and of the headers the policy names.
+    pub fn root_call(
+        &self,
+        _plan: &Plan,
+        fetch: &Fetch,
+        root: &RootFetch,
+        input: &RequestInput,
+    ) -> Call {
         let slot = self.slot(&root.namespace);
         if Self::bypassed(&slot, input) {
             return Self::call(slot, None, input);
         }
-        let constant = root.variables.is_empty() && slot.rule.key.headers.is_empty();
+        let constant = fetch.variables.is_empty() && slot.rule.key.headers.is_empty();
         if constant {
             if let Some(&key) = root.constant_key.get() {
                 return Self::call(slot, Some(CacheKey::from_u128(key)), input);
@@ -251,9 +257,9 @@ impl ResolverCache {
                     .as_ref()
                     .is_none_or(|only| only.iter().any(|a| a == name.as_str()))
             })
-            .map(|(name, value)| (name.to_string(), input.resolve(value)))
+            .filter_map(|(name, value)| Some((name.to_string(), input.resolve(value)?)))
             .collect();
-        let selection = self.selection_part(&slot, plan, &root.selection, &root.variables, input);
+        let selection = self.selection_part(&slot, &root.selection, &fetch.variables, input);
         let key = slot
             .namespace
             .key(&KeyParts::new().args(&args).selection(&selection.as_ref()));
@@ -263,20 +269,23 @@ impl ResolverCache {
         Self::call(slot, Some(key), input)
     }
 
-    /// The call for an entity of `site` whose representation (its `__typename` and
-    /// key fields, as JSON) is `representation`.
+    /// The call for an entity of `group` (of fetch `fetch`), in `namespace` (its
+    /// type's, [`EntityGroup::namespace`]), whose representation (its `__typename`, key fields and `@requires` inputs,
+    /// as JSON) is `representation`: two callers whose required inputs differ never
+    /// share an entry.
     pub fn entity_call(
         &self,
-        plan: &Plan,
-        site: &EntitySite,
+        fetch: &Fetch,
+        group: &EntityGroup,
+        namespace: &str,
         representation: &str,
         input: &RequestInput,
     ) -> Call {
-        let slot = self.slot(&site.namespace);
+        let slot = self.slot(namespace);
         if Self::bypassed(&slot, input) {
             return Self::call(slot, None, input);
         }
-        let selection = self.selection_part(&slot, plan, &site.selection, &site.variables, input);
+        let selection = self.selection_part(&slot, &group.selection, &fetch.variables, input);
         let key = slot.namespace.key(
             &KeyParts::new()
                 .parent(&representation)
@@ -290,19 +299,22 @@ impl ResolverCache {
     fn selection_part<'s>(
         &self,
         slot: &Slot,
-        plan: &Plan,
         selection: &'s str,
-        variables: &[usize],
+        variables: &[async_graphql_value::Name],
         input: &RequestInput,
     ) -> std::borrow::Cow<'s, str> {
         if variables.is_empty() && slot.rule.key.headers.is_empty() {
             return selection.into();
         }
         let mut text = selection.to_string();
-        for &v in variables {
+        for name in variables {
+            // As the operation coerces it: two documents that declare different
+            // defaults for an unsent variable get different entries.
             text.push('\u{0}');
-            let value = input.variable(&plan.variables[v].name);
-            text.push_str(&value.map_or_else(|| "?".into(), |v| v.to_string()));
+            match input.coerced(name) {
+                Some(value) => text.push_str(&value.to_string()),
+                None => text.push('?'),
+            }
         }
         for header in &slot.rule.key.headers {
             text.push('\u{0}');

@@ -5,7 +5,7 @@
 //! be read off its value: `User:u1`, `Post:p1`. A mutation's result names the
 //! entities it touched the same way, and they are invalidated.
 
-use crate::json::{Kind, Value};
+use crate::answer::tape::{Kind, Value};
 use crate::supergraph::KEY_ALIAS_PREFIX;
 
 /// `Type:key` for every object in `value` that came with its `__typename` and key
@@ -45,7 +45,7 @@ pub fn collect(value: Value<'_>, out: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::Tape;
+    use crate::answer::tape::Tape;
 
     #[test]
     fn references_come_from_typename_and_keys() {

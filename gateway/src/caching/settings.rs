@@ -10,7 +10,7 @@ use cache_core::storage::{Eviction, RedisStorage, RedisStorageBuilder};
 use cache_core::{strategies, NamedStrategy};
 use serde::Deserialize;
 
-use crate::piece::Piece;
+use crate::answer::piece::Piece;
 
 /// Where cache entries live (`--storage`, or a policy's `storage`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -16,7 +16,7 @@ use cache_core::storage::{
 use cache_core::{Cache, ReportTask, StorageError};
 
 use super::settings::{CacheSettings, StorageKind};
-use crate::piece::Piece;
+use crate::answer::piece::Piece;
 
 /// One cache-core cache over one kind of storage.
 pub struct Tier {
@@ -126,14 +126,14 @@ pub fn prometheus(tiers: &[Tier]) -> String {
     for tier in tiers {
         if let Some(layered) = &tier.layered {
             let l = layered.stats();
-            crate::metrics::family(
+            crate::server::metrics::family(
                 &mut out,
                 "counter",
                 "gateway_cache_layer_hits_total",
                 "Layered storage: reads answered by the in-process L1 or by Redis (L2).",
                 [("layer=\"l1\"", l.l1_hits), ("layer=\"l2\"", l.l2_hits)],
             );
-            crate::metrics::family(
+            crate::server::metrics::family(
                 &mut out,
                 "counter",
                 "gateway_cache_invalidation_messages_total",
@@ -143,7 +143,7 @@ pub fn prometheus(tiers: &[Tier]) -> String {
                     ("direction=\"received\"", l.received),
                 ],
             );
-            crate::metrics::family(
+            crate::server::metrics::family(
                 &mut out,
                 "gauge",
                 "gateway_cache_invalidation_subscribed",

@@ -190,8 +190,8 @@ fn fits(value: &ConstValue, ty: &Type, sg: &Supergraph) -> bool {
             ("ID", ConstValue::Number(n)) => n.is_i64() || n.is_u64(),
             (other, v) => match sg.types.get(other).map(|t| &t.kind) {
                 Some(Kind::Enum(values)) => match v {
-                    ConstValue::String(s) => values.iter().any(|e| e == s),
-                    ConstValue::Enum(n) => values.iter().any(|e| e.as_str() == n.as_str()),
+                    ConstValue::String(s) => values.iter().any(|e| e.name == *s),
+                    ConstValue::Enum(n) => values.iter().any(|e| e.name == n.as_str()),
                     _ => false,
                 },
                 Some(Kind::InputObject(fields)) => match v {

@@ -6,7 +6,7 @@
 //!
 //! **Why xxh3 and not SHA-256** (Apollo's choice): `benches/document_key.rs` measures
 //! both on the lab's 1-, 100- and 1000-field documents, and xxh3 is many times faster
-//! (figures in the README). A cryptographic hash would buy resistance to crafted
+//! (figures in docs/documents.md). A cryptographic hash would buy resistance to crafted
 //! collisions, but the cache does not rely on the hash for correctness: each entry
 //! keeps the document's text, and a hit is a hit only when the texts are equal. A
 //! collision, crafted or not, costs one parse, never a wrong document. The text is
@@ -33,6 +33,7 @@
 //! one is rejected again (cheaply, since it is usually small) when it is resent.
 
 mod admission;
+pub mod validation;
 mod weigh;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -198,7 +199,7 @@ impl DocumentCache {
     /// Prometheus text: `gateway_document_cache_{hits,misses,evictions}_total`,
     /// `gateway_document_cache_bytes`, `gateway_document_cache_capacity_bytes`.
     pub fn prometheus(&self) -> String {
-        use crate::metrics::family;
+        use crate::server::metrics::family;
         let mut out = String::with_capacity(1024);
         let counters = [
             ("hits", "documents found parsed", &self.hits),
@@ -248,20 +249,12 @@ mod tests {
     fn plan_of(text: &str) -> Arc<Plan> {
         let sdl =
             r#"type Query { me: User } type User @key(fields: "id") { id: ID! name: String }"#;
-        let sg = crate::supergraph::Supergraph::compose(
-            vec![crate::supergraph::Subgraph {
-                name: "user".into(),
-                url: "http://user/graphql".into(),
-            }],
-            &[sdl.into()],
-        )
-        .unwrap();
-        let doc = async_graphql_parser::parse_query(text).unwrap();
-        let op = match &doc.operations {
-            async_graphql_parser::types::DocumentOperations::Single(op) => &op.node,
-            _ => unreachable!(),
-        };
-        Arc::new(crate::plan::compile(&sg, &doc, op, &Default::default()).unwrap())
+        let subgraphs = [crate::supergraph::Subgraph {
+            name: "user".into(),
+            url: "http://user/graphql".into(),
+        }];
+        let planner = crate::plan::Planner::compose(&subgraphs, &[sdl.into()], false).unwrap();
+        Arc::new(planner.compile_text(text, &Default::default()).unwrap())
     }
 
     #[test]

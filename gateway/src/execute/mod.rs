@@ -1,102 +1,78 @@
 //! Execution: run a [`Plan`] for one request, fetching through the cache seam.
 //!
-//! The plan's fetches form a tree. Root fields go first, each a request of its own:
-//! for a query all at once, each going on to its nested fetches as soon as it is
-//! answered; for a mutation one field after another, each followed by its
-//! invalidations and its nested fetches, as GraphQL's serial execution requires. When a fetch's answer arrives, it is walked (`collect`) for
-//! the objects whose selection needs fields another subgraph owns. Those become the
-//! next *wave*: every entity the wave needs from one subgraph goes into one request
-//! (one aliased `_entities` field per planned site), whatever fields or positions
-//! they come from, so siblings that need the same subgraph share a request. A
-//! wave's answers are walked in turn, until nothing is left to fetch.
+//! The plan's steps run as the planner ordered them: a sequence one after another,
+//! a parallel group at once (joined futures, in the request's own task: no spawns),
+//! a condition by its variable. Each fetch step is one request to one subgraph:
+//!
+//! - a **root fetch** answers a root field; its `data` object becomes one of the
+//!   response's root objects (or, for a root query re-entered at a path, is merged
+//!   into every object there);
+//! - an **entity fetch** walks the data gathered so far to its paths, builds each
+//!   object's representation (`__typename`, keys, `@requires` inputs) from the
+//!   answers that stand there, and asks for each distinct one once; each answer is
+//!   merged into the objects it was asked for ([`data`]).
 //!
 //! With a cache ([`crate::caching`]) every root field and every entity is looked up
-//! under its own key first; only the misses go into the request, and a miss that
-//! another request is already fetching is joined instead. Lookups the store answers
-//! at once (memory) are made before any future is built, level after level, so a
-//! request that is all hits completes in its first poll (a hit a strategy wants
-//! refreshed early gets a one-item wave of its own, run in the background by the
-//! cache). Without a cache, every
-//! fetch goes upstream (identical entities of one wave still share one
-//! representation).
+//! under its own key first: an entity's key holds its representation, so the
+//! inputs of `@requires` are part of it. Only the misses go into the request, and a
+//! miss that another request is already fetching is joined instead. Lookups the
+//! store answers at once (memory) are made before any future is built, so a request
+//! that is all hits completes in its first poll (a hit a strategy wants refreshed
+//! early starts a one-item fetch in the background, run by the cache). A mutation's
+//! root field is never cached; its answer's entities are invalidated before the
+//! next step runs.
 //!
-//! Nothing here builds a value tree: subgraph answers stay in their [`Tape`]s as
-//! [`Piece`]s, recorded per root field and per (site, object); the response writer
-//! ([`crate::response`]) reads them in query order. Everything runs in the request's
-//! own task (no spawns): waves of different subgraphs are joined futures.
+//! Nothing here builds a value tree: answers stay in their [`Tape`]s, and the
+//! response writer ([`crate::response`]) reads them in query order. Errors are
+//! recorded with their place in the response: a subgraph's errors at their paths
+//! (an entity's, below the object it was fetched for), a failed fetch at the root
+//! field or object it was for (the response reports it at each field it left
+//! without a value).
 //!
-//! [`Tape`]: crate::json::Tape
+//! [`Tape`]: crate::answer::tape::Tape
 
-mod collect;
-mod wave;
+pub mod data;
+mod rewrites;
+mod subgraph_request;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
-use async_graphql::Variables;
-use async_graphql_value::{ConstValue, Value as AstValue};
-use hyper::header::{HeaderMap, HeaderValue};
+use bytes::Bytes;
 use parking_lot::Mutex;
 
+use crate::answer::piece::Piece;
 use crate::caching::{Call, ResolverCache};
+use crate::documents::validation::Validator;
 use crate::fast_map::FastMap;
-use crate::piece::Piece;
-use crate::plan::{Plan, SiteId};
-use crate::supergraph::SubgraphId;
-use crate::upstream::Upstream;
-use crate::validation::Validator;
-pub use collect::object_id;
-use collect::EntityCall;
-use wave::{Item, Wave};
+use crate::plan::{EntityGroup, Fetch, FetchId, FetchKind, Plan, RootFetch, Step};
+use crate::server::request::RequestInput;
+use crate::supergraph::Supergraph;
+use crate::upstream::{FetchError, PathItem, Upstream};
+use data::{owned_path, Data, Node, PathStep};
+use subgraph_request::{Item, SubgraphRequest};
 
-/// Why a fetch produced no piece: the message reported at the fields it was for.
-pub type Failure = Arc<str>;
-
-/// An object's identity within one request: its tape and its index in it.
-pub type ObjectId = (usize, u32);
-
-/// What one request brings to execution.
-pub struct RequestInput {
-    /// The client's `authorization`, forwarded to the subgraphs.
-    pub authorization: Option<HeaderValue>,
-    /// The client's headers (cache policies may key by them).
-    pub headers: HeaderMap,
-    /// The client's variables as sent (defaults are in the subgraph requests'
-    /// declarations).
-    pub variables: serde_json::Map<String, serde_json::Value>,
-    /// The same, as async-graphql reads them (introspection).
-    pub graphql_variables: Variables,
-}
-
-impl RequestInput {
-    pub fn variable(&self, name: &str) -> Option<&serde_json::Value> {
-        self.variables.get(name)
-    }
-
-    /// An argument as written, with its variables' values (null when not sent).
-    pub fn resolve(&self, value: &AstValue) -> serde_json::Value {
-        let constant = value.clone().into_const_with(|name| {
-            Ok::<_, std::convert::Infallible>(
-                self.variables
-                    .get(name.as_str())
-                    .and_then(|v| ConstValue::from_json(v.clone()).ok())
-                    .unwrap_or(ConstValue::Null),
-            )
-        });
-        constant
-            .ok()
-            .and_then(|c| c.into_json().ok())
-            .unwrap_or(serde_json::Value::Null)
-    }
+/// An error found during execution, at its place in the response.
+#[derive(Debug, Clone)]
+pub struct FoundError {
+    pub path: Vec<PathItem>,
+    pub message: String,
+    pub extensions: Option<serde_json::Value>,
+    /// A fetch that failed for the object or root field at `path` (rather than a
+    /// subgraph's own error): the response reports it at each field it leaves
+    /// without a value.
+    pub failed_fetch: bool,
 }
 
 /// Everything execution found: what the response writer reads.
 pub struct Outcome {
-    /// Per root fetch of the plan.
-    pub roots: Vec<Option<Result<Piece, Failure>>>,
-    /// Per (site, object): the entity's piece for that object.
-    pub sites: FastMap<(SiteId, ObjectId), Result<Piece, Failure>>,
+    pub data: Data,
+    pub errors: Vec<FoundError>,
+    /// Places answered from an entry the cache served in place of a failed fetch
+    /// (`stale-if-error`), with how long past its freshness it was.
+    pub stale: Vec<(Vec<PathItem>, Duration)>,
     /// async-graphql's answer to the introspection root fields.
     pub introspection: Option<async_graphql::Response>,
 }
@@ -107,62 +83,82 @@ pub struct Executor {
     pub upstream: Arc<Upstream>,
     pub cache: Option<Arc<ResolverCache>>,
     pub validator: Arc<Validator>,
+    pub supergraph: Arc<Supergraph>,
 }
 
 /// What the fetches of one request found so far.
+#[derive(Default)]
 struct Found {
-    roots: Vec<Option<Result<Piece, Failure>>>,
-    sites: FastMap<(SiteId, ObjectId), Result<Piece, Failure>>,
+    data: Data,
+    errors: Vec<FoundError>,
+    stale: Vec<(Vec<PathItem>, Duration)>,
+}
+
+impl Found {
+    /// Record `piece`'s errors (paths relative to `at`) and its staleness.
+    fn note(&mut self, piece: &Piece, at: &[PathStep<'_>]) {
+        for e in piece.errors.iter() {
+            let mut path = owned_path(at);
+            path.extend(e.path.iter().cloned());
+            self.errors.push(FoundError {
+                path,
+                message: e.message.clone(),
+                extensions: e.extensions.clone(),
+                failed_fetch: false,
+            });
+        }
+        if let Some(stale_for) = piece.served_stale {
+            self.stale.push((owned_path(at), stale_for));
+        }
+    }
+
+    fn fail(&mut self, path: Vec<PathItem>, message: String) {
+        self.errors.push(FoundError {
+            path,
+            message,
+            extensions: None,
+            failed_fetch: true,
+        });
+    }
 }
 
 type Boxed<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
 /// A background refresh's fetch.
-type Refetch =
-    Pin<Box<dyn Future<Output = Vec<Result<Piece, crate::upstream::FetchError>>> + Send>>;
+type Refetch = Pin<Box<dyn Future<Output = Vec<Result<Piece, FetchError>>> + Send>>;
+
+/// One request's run of its plan.
+struct Run<'a> {
+    executor: &'a Executor,
+    plan: &'a Arc<Plan>,
+    input: &'a Arc<RequestInput>,
+    found: Mutex<Found>,
+}
+
+/// One distinct representation of an entity fetch, and the objects it is for.
+struct Entity<'p> {
+    item: Item,
+    /// Its cache namespace (by its type).
+    namespace: &'p Arc<str>,
+    targets: Vec<(Node, Vec<PathStep<'p>>)>,
+}
 
 impl Executor {
     /// Execute `plan` for one request.
     pub async fn run(&self, plan: &Arc<Plan>, input: &Arc<RequestInput>) -> Outcome {
-        let found = Mutex::new(Found {
-            roots: plan.roots.iter().map(|_| None).collect(),
-            sites: FastMap::default(),
-        });
+        let run = Run {
+            executor: self,
+            plan,
+            input,
+            found: Mutex::new(Found::default()),
+        };
+        // Everything the cache answers at once runs here, before any future exists;
+        // only what must wait becomes one.
+        let pending = plan.steps.as_ref().and_then(|step| run.step(step));
         let fetches = async {
-            if plan.mutation {
-                for i in 0..plan.roots.len() {
-                    self.root(plan, i, None, input, &found).await;
-                }
-                return;
+            if let Some(pending) = pending {
+                pending.await;
             }
-            // What the cache has at once, before any future.
-            let mut missing = Vec::new();
-            let mut next = Vec::new();
-            for (i, root) in plan.roots.iter().enumerate() {
-                let call = self.cache.as_ref().map(|c| c.root_call(plan, root, input));
-                let hit = match (&self.cache, &call) {
-                    (Some(cache), Some(call)) => cache.hit_now(call, || {
-                        self.refetch(plan, input, root.subgraph, Item::Root(i))
-                    }),
-                    _ => None,
-                };
-                match hit {
-                    Some(piece) => record_root(plan, i, Ok(piece), &mut next, &found),
-                    None => missing.push((i, call)),
-                }
-            }
-            let next = self.hits(plan, next, input, &found);
-            if missing.is_empty() && next.is_empty() {
-                return;
-            }
-            let roots = missing
-                .into_iter()
-                .map(|(i, call)| self.root(plan, i, call, input, &found));
-            futures::future::join(
-                futures::future::join_all(roots),
-                self.waves(plan, next, input, &found),
-            )
-            .await;
         };
         let introspection = async {
             match &plan.introspection {
@@ -175,257 +171,348 @@ impl Executor {
             }
         };
         let ((), introspection) = futures::future::join(fetches, introspection).await;
-        let found = found.into_inner();
+        let found = run.found.into_inner();
         Outcome {
-            roots: found.roots,
-            sites: found.sites,
+            data: found.data,
+            errors: found.errors,
+            stale: found.stale,
             introspection,
         }
     }
+}
 
-    /// Fetch root field `i` (`call` is the cache's call for it, when a query), then
-    /// everything beneath it.
-    async fn root(
-        &self,
-        plan: &Arc<Plan>,
-        i: usize,
-        call: Option<Call>,
-        input: &Arc<RequestInput>,
-        found: &Mutex<Found>,
-    ) {
-        let root = &plan.roots[i];
-        // The wave is built only when a fetch goes out (not on a hit or a dedupe).
-        let (upstream, wave_plan, wave_input) =
-            (self.upstream.clone(), plan.clone(), input.clone());
-        let subgraph = root.subgraph;
-        let fetch = move |asked: Vec<usize>| {
-            let wave = Wave::new(
-                upstream.clone(),
-                wave_plan.clone(),
-                wave_input.clone(),
-                subgraph,
-                vec![Item::Root(i)],
-            );
-            Arc::new(wave).fetch(asked)
-        };
-        let piece = match (&self.cache, call) {
-            (Some(cache), Some(call)) => cache.fetch(&[call], fetch).await,
-            _ => fetch(vec![0]).await,
-        }
-        .pop()
-        .unwrap_or_else(|| {
-            Err(crate::upstream::FetchError::Unavailable {
-                subgraph: self.upstream.name(root.subgraph).to_string(),
-                detail: "no answer".into(),
-            })
-        });
-        if let (true, Some(cache), Ok(piece)) = (root.mutation, &self.cache, &piece) {
-            cache.after_mutation(&root.namespace, piece).await;
-        }
-        let mut next = Vec::new();
-        record_root(
-            plan,
-            i,
-            piece.map_err(|e| e.to_string().into()),
-            &mut next,
-            found,
-        );
-        let next = self.hits(plan, next, input, found);
-        self.waves(plan, next, input, found).await;
-    }
-
-    /// A fetch of `item` alone, as the cache takes it: what a background refresh of
-    /// its cached entry runs (boxed: it is built only when a refresh starts).
-    fn refetch(
-        &self,
-        plan: &Arc<Plan>,
-        input: &Arc<RequestInput>,
-        subgraph: SubgraphId,
-        item: Item,
-    ) -> impl Fn(Vec<usize>) -> Refetch + Send + Sync + 'static {
-        let wave = Arc::new(Wave::new(
-            self.upstream.clone(),
-            plan.clone(),
-            input.clone(),
-            subgraph,
-            vec![item],
-        ));
-        move |asked| Box::pin(wave.clone().fetch(asked))
-    }
-
-    /// Answer what the cache has at once among `calls`, and among the calls their
-    /// answers lead to, level after level; record calls that cannot be made. Returns
-    /// the calls that need a fetch, each with its cache call.
-    fn hits<'a>(
-        &self,
-        plan: &'a Arc<Plan>,
-        mut calls: Vec<EntityCall<'a>>,
-        input: &Arc<RequestInput>,
-        found: &Mutex<Found>,
-    ) -> Vec<EntityCall<'a>> {
-        let mut misses = Vec::new();
-        while !calls.is_empty() {
-            let mut next = Vec::new();
-            for mut call in calls {
-                let representation = match &call.representation {
-                    Ok(r) => r,
-                    Err(failure) => {
-                        found
-                            .lock()
-                            .sites
-                            .insert((call.site, call.object), Err(failure.clone()));
-                        continue;
-                    }
-                };
-                let Some(cache) = &self.cache else {
-                    misses.push(call);
-                    continue;
-                };
-                let site = &plan.sites[call.site as usize];
-                let cached = cache.entity_call(plan, site, representation, input);
-                let refresher = || {
-                    let item = Item::Entity {
-                        site: call.site,
-                        representation: representation.as_str().into(),
-                    };
-                    self.refetch(plan, input, site.subgraph, item)
-                };
-                match cache.hit_now(&cached, refresher) {
-                    Some(piece) => {
-                        collect::entity_fields(plan, &call, &piece, &mut next);
-                        found
-                            .lock()
-                            .sites
-                            .insert((call.site, call.object), Ok(piece));
-                    }
-                    None => {
-                        call.cached = Some(cached);
-                        misses.push(call);
+impl<'a> Run<'a> {
+    /// Run `step` as far as it goes without waiting; what is left to wait for, as a
+    /// future (`None` when it completed: every fetch in it was a cache hit).
+    fn step<'s>(&'s self, step: &'a Step) -> Option<Boxed<'s>> {
+        match step {
+            Step::Sequence(steps) => {
+                for (i, s) in steps.iter().enumerate() {
+                    if let Some(waiting) = self.step(s) {
+                        let rest = &steps[i + 1..];
+                        return Some(Box::pin(async move {
+                            waiting.await;
+                            for s in rest {
+                                if let Some(waiting) = self.step(s) {
+                                    waiting.await;
+                                }
+                            }
+                        }));
                     }
                 }
+                None
             }
-            calls = next;
-        }
-        misses
-    }
-
-    /// Fetch the entities `calls` ask for, one request per subgraph, then whatever
-    /// their answers need in turn.
-    fn waves<'a>(
-        &'a self,
-        plan: &'a Arc<Plan>,
-        calls: Vec<EntityCall<'a>>,
-        input: &'a Arc<RequestInput>,
-        found: &'a Mutex<Found>,
-    ) -> Boxed<'a> {
-        Box::pin(async move {
-            if calls.is_empty() {
-                return;
-            }
-            let mut by_subgraph: Vec<(SubgraphId, Vec<EntityCall<'a>>)> = Vec::new();
-            for call in calls {
-                let subgraph = plan.sites[call.site as usize].subgraph;
-                match by_subgraph.iter_mut().find(|(s, _)| *s == subgraph) {
-                    Some((_, list)) => list.push(call),
-                    None => by_subgraph.push((subgraph, vec![call])),
+            Step::Parallel(steps) => {
+                let mut waiting: Vec<Boxed<'s>> =
+                    steps.iter().filter_map(|s| self.step(s)).collect();
+                match waiting.len() {
+                    0 => None,
+                    1 => waiting.pop(),
+                    _ => Some(Box::pin(async move {
+                        futures::future::join_all(waiting).await;
+                    })),
                 }
             }
-            futures::future::join_all(
-                by_subgraph
-                    .into_iter()
-                    .map(|(subgraph, calls)| self.wave(plan, subgraph, calls, input, found)),
-            )
-            .await;
+            Step::Condition {
+                variable,
+                then,
+                otherwise,
+            } => {
+                let branch = if self.input.is_true(variable) {
+                    then
+                } else {
+                    otherwise
+                };
+                branch.as_deref().and_then(|s| self.step(s))
+            }
+            Step::Fetch(id) => {
+                let plan: &'a Plan = self.plan;
+                let fetch = &plan.fetches[*id as usize];
+                match &fetch.kind {
+                    FetchKind::Root(root) => self.root(*id, fetch, root),
+                    FetchKind::Entities(groups) => self.entities(*id, fetch, groups),
+                }
+            }
+        }
+    }
+
+    fn request(&self, fetch: FetchId, items: Vec<Item>) -> Arc<SubgraphRequest> {
+        let executor = self.executor;
+        Arc::new(SubgraphRequest {
+            upstream: executor.upstream.clone(),
+            supergraph: executor.supergraph.clone(),
+            plan: self.plan.clone(),
+            input: self.input.clone(),
+            fetch,
+            items,
         })
     }
 
-    /// One subgraph's share of a wave: each distinct entity once, then the next waves.
-    async fn wave<'a>(
-        &'a self,
-        plan: &'a Arc<Plan>,
-        subgraph: SubgraphId,
-        mut calls: Vec<EntityCall<'a>>,
-        input: &'a Arc<RequestInput>,
-        found: &'a Mutex<Found>,
-    ) {
-        // Distinct (site, representation) pairs become the wave's items (the
-        // representations were all built: `hits` recorded the failures).
-        let mut items: Vec<Item> = Vec::new();
-        let mut cached: Vec<Call> = Vec::new();
-        let mut firsts: Vec<usize> = Vec::new();
-        let mut item_of: Vec<usize> = Vec::with_capacity(calls.len());
-        {
-            let mut index: FastMap<(SiteId, &str), usize> = FastMap::default();
-            for (c, call) in calls.iter_mut().enumerate() {
-                let representation = call.representation.as_deref().unwrap_or_default();
-                let at = *index.entry((call.site, representation)).or_insert_with(|| {
-                    items.push(Item::Entity {
-                        site: call.site,
-                        representation: representation.into(),
-                    });
-                    if let Some(c) = call.cached.take() {
-                        cached.push(c);
-                    }
-                    firsts.push(c);
-                    items.len() - 1
-                });
-                item_of.push(at);
-            }
-        }
-        let n = items.len();
-        let wave = Arc::new(Wave::new(
-            self.upstream.clone(),
-            plan.clone(),
-            input.clone(),
-            subgraph,
-            items,
-        ));
-        let answers = match &self.cache {
-            Some(cache) if cached.len() == n => {
-                cache
-                    .fetch(&cached, move |asked| wave.clone().fetch(asked))
-                    .await
-            }
-            _ => wave.fetch((0..n).collect()).await,
-        };
-        let pieces: Vec<Result<Piece, Failure>> = answers
-            .into_iter()
-            .map(|a| a.map_err(|e| Failure::from(e.to_string())))
-            .collect();
-        // What the answers need next: each distinct entity is walked once.
-        let mut next = Vec::new();
-        for (&first, piece) in firsts.iter().zip(&pieces) {
-            if let Ok(piece) = piece {
-                collect::entity_fields(plan, &calls[first], piece, &mut next);
-            }
-        }
-        {
-            let mut found = found.lock();
-            for (call, &item) in calls.iter().zip(&item_of) {
-                found
-                    .sites
-                    .insert((call.site, call.object), pieces[item].clone());
-            }
-        }
-        let next = self.hits(plan, next, input, found);
-        self.waves(plan, next, input, found).await;
+    /// A fetch of `items` alone, as the cache takes it: what a background refresh
+    /// of a cached entry runs.
+    fn refetch(
+        &self,
+        fetch: FetchId,
+        items: Vec<Item>,
+    ) -> impl Fn(Vec<usize>) -> Refetch + Send + Sync + 'static {
+        let request = self.request(fetch, items);
+        move |asked| request.clone().send(asked)
     }
-}
 
-/// Record root field `i`'s answer, and push the entity calls beneath it.
-fn record_root<'a>(
-    plan: &'a Plan,
-    i: usize,
-    piece: Result<Piece, Failure>,
-    next: &mut Vec<EntityCall<'a>>,
-    found: &Mutex<Found>,
-) {
-    if let (Ok(piece), Some(children)) =
-        (&piece, &plan.root.fields[plan.roots[i].out_field].children)
-    {
-        if let Some(value) = piece.value() {
-            collect::calls(plan, piece.tape(), value, children, next);
+    /// A root fetch: through the cache when it is a query. A hit is recorded at
+    /// once; a miss is the future returned.
+    fn root<'s>(&'s self, id: FetchId, fetch: &'a Fetch, root: &'a RootFetch) -> Option<Boxed<'s>> {
+        let cache = self.executor.cache.as_deref();
+        let call = match cache {
+            Some(cache) if !fetch.mutation => {
+                Some(cache.root_call(self.plan, fetch, root, self.input))
+            }
+            _ => None,
+        };
+        if let (Some(cache), Some(call)) = (cache, &call) {
+            if let Some(piece) = cache.hit_now(call, || self.refetch(id, Vec::new())) {
+                self.record_root(fetch, root, Ok(piece));
+                return None;
+            }
+        }
+        Some(Box::pin(async move {
+            let request = self.request(id, Vec::new());
+            let send = move |asked: Vec<usize>| request.clone().send(asked);
+            let piece = match (cache, call) {
+                (Some(cache), Some(call)) => cache.fetch(&[call], send).await,
+                _ => send(vec![0]).await,
+            }
+            .pop()
+            .unwrap_or_else(|| {
+                Err(FetchError::Unavailable {
+                    subgraph: self.executor.upstream.name(fetch.subgraph).to_string(),
+                    detail: "no answer".into(),
+                })
+            });
+            if let (true, Some(cache), Ok(piece)) = (fetch.mutation, cache, &piece) {
+                cache.after_mutation(&root.namespace, piece).await;
+            }
+            self.record_root(fetch, root, piece);
+        }))
+    }
+
+    fn record_root(&self, fetch: &Fetch, root: &RootFetch, piece: Result<Piece, FetchError>) {
+        let supergraph = &*self.executor.supergraph;
+        let mut found = self.found.lock();
+        let piece = match piece {
+            Ok(piece) => piece,
+            Err(e) => {
+                let message = e.to_string();
+                match &root.at {
+                    None => {
+                        for key in &root.keys {
+                            found.fail(vec![PathItem::Key(key.to_string())], message.clone());
+                        }
+                    }
+                    Some(at) => {
+                        for t in found.data.targets(at, supergraph) {
+                            found.fail(owned_path(&t.path), message.clone());
+                        }
+                    }
+                }
+                return;
+            }
+        };
+        let Some(value) = piece.value() else {
+            found.note(&piece, &[]);
+            if piece.errors.is_empty() {
+                let name = self.executor.upstream.name(fetch.subgraph).to_string();
+                for key in &root.keys {
+                    found.fail(
+                        vec![PathItem::Key(key.to_string())],
+                        format!("subgraph {name} answered without data"),
+                    );
+                }
+            }
+            return;
+        };
+        let index = value.index();
+        match &root.at {
+            None => {
+                found.note(&piece, &[]);
+                if let Some(stale_for) = piece.served_stale {
+                    // Noted at the root fields, not at the root.
+                    found.stale.pop();
+                    for key in &root.keys {
+                        found
+                            .stale
+                            .push((vec![PathItem::Key(key.to_string())], stale_for));
+                    }
+                }
+                let tape = found.data.add_tape(piece.tape().clone());
+                found.data.add_root(Node { tape, index });
+            }
+            Some(at) => {
+                let targets = found.data.targets(at, supergraph);
+                let tape = found.data.add_tape(piece.tape().clone());
+                for t in targets {
+                    found.note(&piece, &t.path);
+                    if let Some(first) = t.view.first() {
+                        found.data.merge(first, Node { tape, index });
+                    }
+                }
+            }
         }
     }
-    found.lock().roots[i] = Some(piece);
+
+    /// An entity fetch: every distinct representation once, through the cache.
+    /// Hits are recorded at once; the misses' fetch is the future returned.
+    fn entities<'s>(
+        &'s self,
+        id: FetchId,
+        fetch: &'a Fetch,
+        groups: &'a [EntityGroup],
+    ) -> Option<Boxed<'s>> {
+        let supergraph = &*self.executor.supergraph;
+        let mut entities: Vec<Entity<'a>> = Vec::new();
+        {
+            let found = self.found.lock();
+            // Distinct representations per group: most fetches have one object, so
+            // the index is built only once a second one comes.
+            let mut index: Option<FastMap<(u32, Bytes), usize>> = None;
+            for (g, group) in groups.iter().enumerate() {
+                for path in &group.paths {
+                    for target in found.data.targets(path, supergraph) {
+                        let Some(primary) = target.view.first() else {
+                            continue;
+                        };
+                        let Some(mut representation) =
+                            found
+                                .data
+                                .representation(&target.view, &group.requires, supergraph)
+                        else {
+                            continue;
+                        };
+                        if !group.input_rewrites.is_empty() {
+                            representation = rewrites::apply_to_text(
+                                &group.input_rewrites,
+                                &representation,
+                                supergraph,
+                            );
+                        }
+                        let representation = Bytes::from(representation);
+                        let known = match &mut index {
+                            Some(index) => index.get(&(g as u32, representation.clone())).copied(),
+                            None => entities.iter().position(|e| {
+                                e.item.group == g as u32 && e.item.representation == representation
+                            }),
+                        };
+                        let at = match known {
+                            Some(at) => at,
+                            None => {
+                                let namespace = match found.data.typename(&target.view, supergraph)
+                                {
+                                    Some(ty) => group.namespace(&ty),
+                                    None => group.namespace(""),
+                                };
+                                if let Some(index) = &mut index {
+                                    index
+                                        .insert((g as u32, representation.clone()), entities.len());
+                                } else if entities.len() >= 8 {
+                                    index = Some(
+                                        entities
+                                            .iter()
+                                            .enumerate()
+                                            .map(|(i, e)| {
+                                                ((e.item.group, e.item.representation.clone()), i)
+                                            })
+                                            .chain([(
+                                                (g as u32, representation.clone()),
+                                                entities.len(),
+                                            )])
+                                            .collect(),
+                                    );
+                                }
+                                entities.push(Entity {
+                                    item: Item {
+                                        group: g as u32,
+                                        representation,
+                                    },
+                                    namespace,
+                                    targets: Vec::new(),
+                                });
+                                entities.len() - 1
+                            }
+                        };
+                        entities[at].targets.push((primary, target.path));
+                    }
+                }
+            }
+        }
+        if entities.is_empty() {
+            return None;
+        }
+        let cache = self.executor.cache.as_deref();
+        let Some(cache) = cache else {
+            return Some(Box::pin(async move {
+                let items = entities.iter().map(|e| e.item.clone()).collect();
+                let answers = self
+                    .request(id, items)
+                    .send((0..entities.len()).collect())
+                    .await;
+                for (entity, answer) in entities.iter().zip(answers) {
+                    self.record_entity(entity, answer);
+                }
+            }));
+        };
+        // What the cache has at once, before any future.
+        let mut misses: Vec<(usize, Call)> = Vec::new();
+        for (i, entity) in entities.iter().enumerate() {
+            let group = &groups[entity.item.group as usize];
+            let representation = std::str::from_utf8(&entity.item.representation).unwrap_or("");
+            let call =
+                cache.entity_call(fetch, group, entity.namespace, representation, self.input);
+            let refresher = || self.refetch(id, vec![entity.item.clone()]);
+            match cache.hit_now(&call, refresher) {
+                Some(piece) => self.record_entity(entity, Ok(piece)),
+                None => misses.push((i, call)),
+            }
+        }
+        if misses.is_empty() {
+            return None;
+        }
+        Some(Box::pin(async move {
+            let items = misses
+                .iter()
+                .map(|(i, _)| entities[*i].item.clone())
+                .collect();
+            let request = self.request(id, items);
+            let (indices, calls): (Vec<usize>, Vec<Call>) = misses.into_iter().unzip();
+            let answers = cache
+                .fetch(&calls, move |asked| request.clone().send(asked))
+                .await;
+            for (i, answer) in indices.into_iter().zip(answers) {
+                self.record_entity(&entities[i], answer);
+            }
+        }))
+    }
+
+    fn record_entity(&self, entity: &Entity<'_>, answer: Result<Piece, FetchError>) {
+        let mut found = self.found.lock();
+        match answer {
+            Err(e) => {
+                let message = e.to_string();
+                for (_, path) in &entity.targets {
+                    found.fail(owned_path(path), message.clone());
+                }
+            }
+            Ok(piece) => {
+                for (_, path) in &entity.targets {
+                    found.note(&piece, path);
+                }
+                if let Some(value) = piece.value() {
+                    let index = value.index();
+                    let tape = found.data.add_tape(piece.tape().clone());
+                    for (target, _) in &entity.targets {
+                        found.data.merge(*target, Node { tape, index });
+                    }
+                }
+            }
+        }
+    }
 }

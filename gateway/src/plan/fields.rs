@@ -33,7 +33,7 @@ pub struct Merged<'d> {
 
 impl<'a> DocumentView<'a> {
     /// The value of a variable: as sent, else the operation's default, else null.
-    fn variable(&self, name: &Name) -> ConstValue {
+    pub fn variable(&self, name: &Name) -> ConstValue {
         if let Some(v) = self.variables.get(name) {
             return v.clone();
         }
@@ -63,19 +63,18 @@ impl<'a> DocumentView<'a> {
         })
     }
 
-    /// The fields of `set` that apply to an object of type `ty` (any type when
-    /// `None`, inside introspection answers), fragments flattened and
-    /// `@skip`/`@include` applied. Validation has already rejected fragment cycles,
-    /// so the recursion ends.
+    /// The fields of `set` that apply to an object for which `applies` accepts a
+    /// fragment's type condition (every condition, inside introspection answers),
+    /// fragments flattened and `@skip`/`@include` applied. Validation has already
+    /// rejected fragment cycles, so the recursion ends.
     pub fn collect_fields<'d>(
         &self,
-        ty: Option<&str>,
+        applies: &dyn Fn(&str) -> bool,
         set: &'d SelectionSet,
         out: &mut Vec<&'d Field>,
     ) where
         'a: 'd,
     {
-        let applies = |on: &Name| ty.is_none_or(|t| on == t);
         for selection in &set.items {
             match &selection.node {
                 Selection::Field(f) => {
@@ -89,7 +88,7 @@ impl<'a> DocumentView<'a> {
                     }
                     if let Some(fragment) = self.fragments.get(&spread.node.fragment_name.node) {
                         if applies(&fragment.node.type_condition.node.on.node) {
-                            self.collect_fields(ty, &fragment.node.selection_set.node, out);
+                            self.collect_fields(applies, &fragment.node.selection_set.node, out);
                         }
                     }
                 }
@@ -99,7 +98,7 @@ impl<'a> DocumentView<'a> {
                     }
                     let condition = inline.node.type_condition.as_ref();
                     if condition.is_none_or(|c| applies(&c.node.on.node)) {
-                        self.collect_fields(ty, &inline.node.selection_set.node, out);
+                        self.collect_fields(applies, &inline.node.selection_set.node, out);
                     }
                 }
             }
@@ -108,13 +107,17 @@ impl<'a> DocumentView<'a> {
 
     /// The fields of every set in `sets`, merged by response key in the order each
     /// key first appears (GraphQL's field merging). Linear in the number of fields.
-    pub fn merged<'d>(&self, ty: Option<&str>, sets: &[&'d SelectionSet]) -> Vec<Merged<'d>>
+    pub fn merged<'d>(
+        &self,
+        applies: &dyn Fn(&str) -> bool,
+        sets: &[&'d SelectionSet],
+    ) -> Vec<Merged<'d>>
     where
         'a: 'd,
     {
         let mut fields = Vec::new();
         for set in sets {
-            self.collect_fields(ty, set, &mut fields);
+            self.collect_fields(applies, set, &mut fields);
         }
         let mut out: Vec<Merged<'d>> = Vec::with_capacity(fields.len());
         // Small objects are searched linearly, which beats hashing.

@@ -1,58 +1,66 @@
-//! The plan: what one operation of one document asks of which subgraph, worked out
-//! once and kept with the document.
+//! The plan: what one operation of one document asks of which subgraph, and how
+//! the answer is shaped, worked out once and kept with the document.
 //!
-//! A [`Plan`] is compiled from the parsed document, the operation and the values of
-//! the variables its `@skip`/`@include` read (the only thing that changes which
-//! fields are selected, because every composed type is an object type: a fragment's
-//! type condition is settled when the document validates). Variables used as
-//! arguments stay variables: each subgraph request declares the ones it uses, and
-//! their values join the request at execution ([`crate::execute`]). So one plan
-//! serves every request of the document, whatever its variables.
+//! Planning is Hive's query planner (`hive-router-query-planner`, the planner
+//! behind Hive Router's 199/199 in the federation audit), built once from the
+//! supergraph ([`Planner`]). For each new document the planner gives a tree of
+//! fetches (sequence, parallel, flatten, batch, condition); `build` turns it into
+//! the gateway's own [`Plan`]:
 //!
-//! The plan has two halves:
-//! - **fetches**: per root field, the request its owner gets
-//!   ([`RootFetch`]); per position where a subgraph's objects need fields another
-//!   subgraph owns, the `_entities` selection to send for each such object
-//!   ([`EntitySite`]). A subgraph is asked for everything it can answer beneath a
-//!   field; where the selection needs a field it lacks, it is asked only for the
-//!   entity's key fields, under reserved `_gw_k_*` aliases. Keys at hand need no
-//!   trip: `author { id }` is answered from the key the posts subgraph returned.
-//! - **shape**: the client's selection as a tree of [`Selection`]s, fields merged by
-//!   response key in query order, each field saying where its value comes from
-//!   ([`Source`]) and what its type allows (null, lists), so the response writer
-//!   ([`crate::response`]) needs no schema lookups.
+//! - **steps and fetches** ([`Step`], [`Fetch`]): every request text written out
+//!   once, root fetches split into one request per root field (so that each root
+//!   field is cached under its own `Type.field` namespace, and fails alone), and,
+//!   when a cache keeps references, every entity in an answer asked for its key
+//!   fields under reserved aliases (`operation`);
+//! - **shape** ([`Selection`]): the client's selection per concrete type, fields
+//!   merged by response key in query order, with what each field's type allows
+//!   (null, lists), so that the response writer ([`crate::response`]) needs no
+//!   schema lookups (`shape`).
+//!
+//! The shape depends on the values of the variables the document's
+//! `@skip`/`@include` read, so a plan is kept per operation and per combination of
+//! them ([`Conditions`]); arguments stay variables, whose values join each
+//! subgraph request at execution ([`crate::execute`]).
 
-mod compile;
+mod build;
 mod fields;
-mod render;
+mod operation;
+mod shape;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
-use async_graphql_parser::types::ExecutableDocument;
+use async_graphql::Variables;
+use async_graphql_parser::types::{ExecutableDocument, OperationDefinition};
 use async_graphql_value::{Name, Value};
+use hive_router_query_planner::ast::selection_item::SelectionItem;
+use hive_router_query_planner::planner::plan_nodes::FetchRewrite;
+use hive_router_query_planner::planner::Planner as HivePlanner;
 
-pub use compile::{compile, request_body, PlanError, WriteVariables};
 pub use fields::{Conditions, DocumentView};
+pub use shape::{FieldKind, OutField, Scalar, Selection, Shape, Variant};
 
-use crate::supergraph::SubgraphId;
+use crate::supergraph::{SubgraphId, Supergraph};
 
-/// Index of an [`EntitySite`] in [`Plan::sites`].
-pub type SiteId = u32;
+/// A document the gateway cannot plan: the request gets the message as a GraphQL
+/// error.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("cannot plan this operation: {0}")]
+pub struct PlanError(pub String);
+
+/// Index of a [`Fetch`] in [`Plan::fetches`].
+pub type FetchId = u32;
 
 /// Everything needed to execute one operation and write its answer.
 #[derive(Debug)]
 pub struct Plan {
     pub mutation: bool,
-    /// The root type's selection: root fields are `Source::Root`, `__typename` or
-    /// introspection.
+    /// The root type's selection.
     pub root: Selection,
-    /// One per root field a subgraph answers, in query order. Each is a request of
-    /// its own: a root field that fails (a non-null one nulls its response's whole
-    /// `data`) takes no sibling with it, and each is cached under its own key.
-    pub roots: Vec<RootFetch>,
-    pub sites: Vec<EntitySite>,
-    /// The operation's variables, as subgraph requests declare them.
-    pub variables: Vec<VariableDecl>,
+    /// What to fetch, in order; `None` when the operation asks no subgraph
+    /// (`__typename`, introspection).
+    pub steps: Option<Step>,
+    pub fetches: Vec<Fetch>,
     /// The root fields async-graphql answers (`__schema`, `__type`), as a document of
     /// their own.
     pub introspection: Option<Arc<ExecutableDocument>>,
@@ -60,111 +68,174 @@ pub struct Plan {
     pub heap_size: usize,
 }
 
-/// The selection for objects at one position of the response.
+/// The order of the fetches.
 #[derive(Debug)]
-pub struct Selection {
-    /// The objects' type (what `__typename` answers).
-    pub type_name: Arc<str>,
-    /// Merged by response key, in query order.
-    pub fields: Vec<OutField>,
-    /// The entity fetches each object here needs.
-    pub sites: Vec<SiteId>,
+pub enum Step {
+    Sequence(Vec<Step>),
+    Parallel(Vec<Step>),
+    /// Run `then` when the boolean variable is true, `otherwise` when not.
+    Condition {
+        variable: Name,
+        then: Option<Box<Step>>,
+        otherwise: Option<Box<Step>>,
+    },
+    Fetch(FetchId),
 }
 
-/// One response key of a selection.
+/// One request to one subgraph.
 #[derive(Debug)]
-pub struct OutField {
-    /// The response key (alias or name); subgraphs are asked under the same key.
-    pub key: Box<str>,
-    /// Where the field is in the document (for errors' `locations`).
-    pub pos: async_graphql_parser::Pos,
-    /// Nullability per list level, outermost first.
-    pub shape: Shape,
-    pub source: Source,
-    /// The selection for object values.
-    pub children: Option<Box<Selection>>,
-}
-
-/// Where a field's value comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    /// The gateway answers it: the selection's type name.
-    Typename,
-    /// The object's own data, from the subgraph that returned the object.
-    Carried,
-    /// The answer to this entity fetch for the object.
-    Site(SiteId),
-    /// The answer to this root fetch (root selection only).
-    Root(u32),
-    /// async-graphql's introspection answer (root selection only).
-    Introspection,
-}
-
-/// Whether null may stand at each list level of a type: `[Post]!` is `[false, true]`.
-#[derive(Debug, Clone)]
-pub struct Shape(pub Box<[bool]>);
-
-impl Shape {
-    pub fn nullable(&self, level: usize) -> bool {
-        self.0.get(level).copied().unwrap_or(true)
-    }
-
-    /// Whether `level` is a list level (a deeper level follows).
-    pub fn is_list(&self, level: usize) -> bool {
-        level + 1 < self.0.len()
-    }
-}
-
-/// A root field's request to its owner.
-#[derive(Debug)]
-pub struct RootFetch {
+pub struct Fetch {
     pub subgraph: SubgraphId,
-    /// `Query.me`, `Mutation.updateUser`: the cache namespace.
-    pub namespace: Arc<str>,
-    /// The response key, under which the subgraph answers too.
-    pub key: Box<str>,
+    pub mutation: bool,
     /// The whole request text.
     pub query: Arc<str>,
+    /// The client's variables it sends.
+    pub variables: Vec<Name>,
+    pub kind: FetchKind,
+    /// The whole request body when it sends no variables at all (a root field
+    /// without variables: then it never changes); empty otherwise.
+    pub body: bytes::Bytes,
+}
+
+#[derive(Debug)]
+pub enum FetchKind {
+    /// A root field (or, with `at`, a root query whose answer is merged into every
+    /// object at `at`).
+    Root(RootFetch),
+    /// `_entities` for the objects at one or more paths, one group per aliased
+    /// `_entities` field.
+    Entities(Vec<EntityGroup>),
+}
+
+/// A root field's request, as the cache keys it.
+#[derive(Debug)]
+pub struct RootFetch {
+    /// `Query.me`, `Mutation.updateUser`: the cache namespace.
+    pub namespace: Arc<str>,
+    /// The response keys of the root fields it answers (errors of a failed fetch
+    /// are reported at them).
+    pub keys: Vec<Box<str>>,
     /// The field's sub-selection as sent (part of the cache key).
     pub selection: Box<str>,
     /// The arguments as written (part of the cache key, after variables).
     pub args: Vec<(Name, Value)>,
-    /// Variables the request uses (indices into [`Plan::variables`]).
-    pub variables: Vec<usize>,
-    pub mutation: bool,
-    /// Where the field is in [`Plan::root`]'s fields.
-    pub out_field: usize,
-    /// The whole request body when the field uses no variables (then it never
-    /// changes); empty otherwise.
-    pub body: bytes::Bytes,
+    /// Where the answer is merged: the root (`None`), or every object at a path.
+    pub at: Option<Vec<PathSegment>>,
+    /// The planner's renames of the answer's keys.
+    pub output_rewrites: Vec<FetchRewrite>,
     /// The cache key, when it depends on nothing of the request: filled by the cache
     /// layer on first use.
-    pub constant_key: std::sync::OnceLock<u128>,
+    pub constant_key: OnceLock<u128>,
 }
 
-/// An `_entities` fetch for objects at one position: which subgraph, which key, which
-/// selection.
+/// One aliased `_entities` field of an entity fetch.
 #[derive(Debug)]
-pub struct EntitySite {
-    pub subgraph: SubgraphId,
-    /// The name of the subgraph the objects came from (for errors).
-    pub source: Box<str>,
-    /// `Type.field`, or `Type.a+b` when one fetch covers several fields: the cache
-    /// namespace.
-    pub namespace: Arc<str>,
-    pub type_name: Arc<str>,
-    /// Key fields the owner accepts, each with the alias it was asked under.
-    pub keys: Vec<(Box<str>, Box<str>)>,
-    /// `...on T{…}`: the selection inside `_entities`.
+pub struct EntityGroup {
+    /// The field's response key (`_entities`, or the batch's `_e0`).
+    pub alias: Box<str>,
+    /// The variable that carries its representations.
+    pub variable: Box<str>,
+    /// Where its objects are in the response.
+    pub paths: Vec<Vec<PathSegment>>,
+    /// What of each object the representation holds (`__typename`, keys, the
+    /// inputs of `@requires`).
+    pub requires: Vec<SelectionItem>,
+    pub input_rewrites: Vec<FetchRewrite>,
+    pub output_rewrites: Vec<FetchRewrite>,
+    /// Per concrete type asked for: its cache namespace (`User.topPosts`,
+    /// `Product.price+weight`).
+    pub namespaces: Vec<(Box<str>, Arc<str>)>,
+    /// The selection inside `_entities` as sent (part of the cache key).
     pub selection: Arc<str>,
-    /// Variables the selection uses (indices into [`Plan::variables`]).
-    pub variables: Vec<usize>,
 }
 
-/// A variable as a subgraph request declares it.
-#[derive(Debug)]
-pub struct VariableDecl {
-    pub name: Name,
-    /// `$name:Type` or `$name:Type=default`.
-    pub declaration: Box<str>,
+impl EntityGroup {
+    /// The namespace of an entity of type `ty` (the group's first when none
+    /// matches, as for an interface object's representation).
+    pub fn namespace(&self, ty: &str) -> &Arc<str> {
+        self.namespaces
+            .iter()
+            .find(|(t, _)| &**t == ty)
+            .or(self.namespaces.first())
+            .map(|(_, n)| n)
+            .expect("an entity group has at least one type")
+    }
+}
+
+/// One step of a path into the response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathSegment {
+    /// The field under this response key.
+    Field(Box<str>),
+    /// Every item of a list.
+    List,
+    /// Objects of one of these types only.
+    Types(Vec<String>),
+}
+
+/// How long planning one operation may take before the request fails.
+const PLANNING_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The query planner of one supergraph.
+pub struct Planner {
+    hive: HivePlanner,
+    supergraph: Arc<Supergraph>,
+    /// Ask every entity in an answer for its key fields, so that cache entries can
+    /// be invalidated by entity (only worth it with a cache).
+    references: bool,
+}
+
+impl Planner {
+    pub fn new(hive: HivePlanner, supergraph: Arc<Supergraph>, references: bool) -> Planner {
+        Planner {
+            hive,
+            supergraph,
+            references,
+        }
+    }
+
+    /// The planner of a supergraph SDL (a file's, or one composed).
+    pub fn from_sdl(sdl: &str, references: bool) -> Result<Planner, String> {
+        let (model, hive) = Supergraph::from_sdl(sdl).map_err(|e| e.to_string())?;
+        Ok(Planner::new(hive, Arc::new(model), references))
+    }
+
+    /// The planner of these subgraphs' SDL, composed as `--subgraph` does.
+    pub fn compose(
+        subgraphs: &[crate::supergraph::Subgraph],
+        sdls: &[String],
+        references: bool,
+    ) -> Result<Planner, String> {
+        let sdl =
+            crate::supergraph::compose::compose(subgraphs, sdls).map_err(|e| e.to_string())?;
+        Planner::from_sdl(&sdl, references)
+    }
+
+    pub fn supergraph(&self) -> &Arc<Supergraph> {
+        &self.supergraph
+    }
+
+    /// The plan of a document of one operation, parsed here (for tests and
+    /// benchmarks, which start from text).
+    pub fn compile_text(&self, text: &str, variables: &Variables) -> Result<Plan, PlanError> {
+        let doc = async_graphql_parser::parse_query(text).map_err(|e| PlanError(e.to_string()))?;
+        let async_graphql_parser::types::DocumentOperations::Single(op) = &doc.operations else {
+            return Err(PlanError("more than one operation".into()));
+        };
+        self.compile(text, &doc, &op.node, None, variables)
+    }
+
+    /// The plan of `op` (operation `operation_name` of `doc`, the parse of `text`)
+    /// for requests whose `@skip`/`@include` variables have the values in
+    /// `variables`.
+    pub fn compile(
+        &self,
+        text: &str,
+        doc: &ExecutableDocument,
+        op: &OperationDefinition,
+        operation_name: Option<&str>,
+        variables: &Variables,
+    ) -> Result<Plan, PlanError> {
+        build::compile(self, text, doc, op, operation_name, variables)
+    }
 }

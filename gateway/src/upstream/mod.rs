@@ -24,6 +24,7 @@
 //! away) gives no verdict. The answer's `Cache-Control` travels with it, for the
 //! cache's `origin-ttl` strategy.
 
+mod body;
 mod request_head;
 mod settings;
 
@@ -39,12 +40,13 @@ use hyper::Uri;
 use parking_lot::Mutex;
 use serde::Deserialize;
 
+pub use body::{request_body, WriteVariables};
 use http1_wire::{AnswerRules, Connection, ExchangeError};
 use request_head::RequestHead;
 pub use settings::{SubgraphLimits, UpstreamArgs, UpstreamSettings};
 
-use crate::json::Tape;
-use crate::metrics::Metrics;
+use crate::answer::tape::Tape;
+use crate::server::metrics::Metrics;
 use crate::supergraph::{Subgraph, SubgraphId};
 
 /// Most idle connections a pool keeps per subgraph.
@@ -72,6 +74,9 @@ pub struct UpstreamError {
     pub message: String,
     #[serde(default)]
     pub path: Vec<PathItem>,
+    /// The subgraph's `extensions` (its `code`, say), passed on to the client.
+    #[serde(default)]
+    pub extensions: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
@@ -257,7 +262,7 @@ impl Upstream {
         let per = |f: &dyn Fn(&Endpoint) -> Vec<(String, u64)>| -> Vec<(String, u64)> {
             self.endpoints.iter().flat_map(f).collect()
         };
-        crate::metrics::family(
+        crate::server::metrics::family(
             &mut out,
             "counter",
             "gateway_upstream_timeouts_total",
@@ -275,7 +280,7 @@ impl Upstream {
                 ]
             }),
         );
-        crate::metrics::family(
+        crate::server::metrics::family(
             &mut out,
             "gauge",
             "gateway_upstream_breaker_state",
@@ -287,7 +292,7 @@ impl Upstream {
                 )]
             }),
         );
-        crate::metrics::family(
+        crate::server::metrics::family(
             &mut out,
             "counter",
             "gateway_upstream_breaker_transitions_total",
@@ -304,7 +309,7 @@ impl Upstream {
                 .collect()
             }),
         );
-        crate::metrics::family(
+        crate::server::metrics::family(
             &mut out,
             "counter",
             "gateway_upstream_refused_total",
@@ -504,7 +509,7 @@ fn parse_response(
     };
     let tape = Tape::parse(body).map_err(|e| malformed(e.to_string()))?;
     let root = tape.root();
-    if root.kind() != crate::json::Kind::Object {
+    if root.kind() != crate::answer::tape::Kind::Object {
         return Err(malformed("the body is not a JSON object".into()));
     }
     let mut data = None;

@@ -1,13 +1,17 @@
 //! `loadgen compare A B`: two runs' summaries side by side, with B/A ratios and whether
 //! each difference is larger than the spread of the rounds (the min–max ranges of the
-//! two runs do not overlap).
+//! two runs do not overlap); with `--html OUT`, the same as a page
+//! ([`crate::matrix::render::html::compare`]) with more figures and every round drawn.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::matrix::summary::{ConfigSummary, Spread, Summary};
+use crate::matrix::manifest;
+use crate::matrix::render::html;
+use crate::matrix::render::html::compare::Side;
+use crate::matrix::summary::{ConfigSummary, Measurement, Spread, Summary};
 
 /// Read `summary.json` from a run directory, or from the file itself.
 pub fn load_summary(path: &Path) -> anyhow::Result<Summary> {
@@ -22,22 +26,146 @@ pub fn load_summary(path: &Path) -> anyhow::Result<Summary> {
         .with_context(|| format!("{} is not a loadgen summary", file.display()))
 }
 
-/// Whether B differs from A by more than the rounds' spread. A single round is a range
-/// of one value; two single rounds have no spread to judge by.
-fn verdict(a: Option<Spread>, b: Option<Spread>, rounds_a: u32, rounds_b: u32) -> &'static str {
-    match (a, b) {
-        (Some(_), Some(_)) if rounds_a < 2 && rounds_b < 2 => "no spread (1 round each)",
-        (Some(a), Some(b)) if a.separated_from(&b) => "yes",
-        (Some(_), Some(_)) => "no",
-        _ => "–",
+/// Whether B differs from A by more than the rounds' spread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The two runs' min–max ranges over rounds do not overlap.
+    Beyond,
+    /// They overlap: the difference is within what the rounds vary by.
+    Within,
+    /// One round each: no spread to judge by.
+    NoSpread,
+    /// A run lacks the figure.
+    Missing,
+}
+
+impl Verdict {
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::Beyond => "yes",
+            Verdict::Within => "no",
+            Verdict::NoSpread => "no spread (1 round each)",
+            Verdict::Missing => "–",
+        }
     }
 }
 
-fn ratio(a: Option<Spread>, b: Option<Spread>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) if a.median > 0.0 => format!("{:.2}x", b.median / a.median),
-        _ => "–".into(),
+/// One figure of one configuration in the two runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Change {
+    pub a: Option<Spread>,
+    pub b: Option<Spread>,
+    pub verdict: Verdict,
+}
+
+impl Change {
+    /// A single round is a range of one value; two single rounds have no spread to
+    /// judge by.
+    pub fn of(a: Option<Spread>, b: Option<Spread>, rounds_a: u32, rounds_b: u32) -> Change {
+        let verdict = match (a, b) {
+            (Some(_), Some(_)) if rounds_a < 2 && rounds_b < 2 => Verdict::NoSpread,
+            (Some(a), Some(b)) if a.separated_from(&b) => Verdict::Beyond,
+            (Some(_), Some(_)) => Verdict::Within,
+            _ => Verdict::Missing,
+        };
+        Change { a, b, verdict }
     }
+
+    /// B's median over A's.
+    pub fn ratio(&self) -> Option<f64> {
+        match (self.a, self.b) {
+            (Some(a), Some(b)) if a.median > 0.0 => Some(b.median / a.median),
+            _ => None,
+        }
+    }
+
+    /// The ratio's range from the rounds' extremes: B's min over A's max to B's max
+    /// over A's min (it excludes 1 exactly when the verdict is [`Verdict::Beyond`]).
+    pub fn ratio_range(&self) -> Option<(f64, f64)> {
+        match (self.a, self.b) {
+            (Some(a), Some(b)) if a.min > 0.0 && a.max > 0.0 => {
+                Some((b.min / a.max, b.max / a.min))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A figure `loadgen compare` sets side by side.
+pub struct Metric {
+    pub title: &'static str,
+    /// Whether more is better (req/s) or less (latency, CPU).
+    pub higher_is_better: bool,
+    pub digits: usize,
+    /// The figure over rounds.
+    pub spread: fn(&ConfigSummary) -> Option<Spread>,
+    /// The figure of one round.
+    pub round: fn(&Measurement) -> Option<f64>,
+}
+
+fn gateway_us(m: &Measurement) -> Option<f64> {
+    m.cpu
+        .iter()
+        .find(|p| p.name == "gateway")
+        .and_then(|p| p.us_per_request)
+}
+
+/// req/s, p99, the gateway's CPU per request, and req/s against the run's baseline.
+pub const METRICS: [Metric; 4] = [
+    Metric {
+        title: "req/s",
+        higher_is_better: true,
+        digits: 0,
+        spread: |c| c.requests_per_sec,
+        round: |m| Some(m.requests_per_sec),
+    },
+    Metric {
+        title: "p99 (ms)",
+        higher_is_better: false,
+        digits: 1,
+        spread: |c| c.p99_ms,
+        round: |m| Some(m.p99_ms),
+    },
+    Metric {
+        title: "gateway CPU µs per request",
+        higher_is_better: false,
+        digits: 1,
+        spread: |c| Spread::of(&c.rounds.iter().filter_map(gateway_us).collect::<Vec<_>>()),
+        round: gateway_us,
+    },
+    Metric {
+        title: "req/s against the run's baseline (within rounds)",
+        higher_is_better: true,
+        digits: 2,
+        spread: |c| c.ratio,
+        round: |m| m.ratio,
+    },
+];
+
+/// Every configuration of A, then those only B has, each with its summary in A and B.
+pub fn pairs<'a>(
+    a: &'a Summary,
+    b: &'a Summary,
+) -> Vec<(
+    &'a str,
+    Option<&'a ConfigSummary>,
+    Option<&'a ConfigSummary>,
+)> {
+    let mut names: Vec<&str> = a.configs.iter().map(|c| c.name.as_str()).collect();
+    for c in &b.configs {
+        if !names.contains(&c.name.as_str()) {
+            names.push(&c.name);
+        }
+    }
+    let find = |s: &'a Summary, name: &str| s.configs.iter().find(|c| c.name == name);
+    names
+        .into_iter()
+        .map(|name| (name, find(a, name), find(b, name)))
+        .collect()
+}
+
+fn ratio(change: &Change) -> String {
+    change.ratio().map_or("–".into(), |r| format!("{r:.2}x"))
 }
 
 fn median(s: Option<Spread>, precision: usize) -> String {
@@ -62,36 +190,27 @@ pub fn render(a: &Summary, b: &Summary) -> String {
         "| config | req/s A | req/s B | B/A | beyond spread | p99 A (ms) | p99 B (ms) | B/A | beyond spread |"
     );
     let _ = writeln!(out, "|---|---:|---:|---:|---|---:|---:|---:|---|");
-    let mut names: Vec<&str> = a.configs.iter().map(|c| c.name.as_str()).collect();
-    for c in &b.configs {
-        if !names.contains(&c.name.as_str()) {
-            names.push(&c.name);
-        }
-    }
-    let find = |s: &'_ Summary, name: &str| -> Option<ConfigSummary> {
-        s.configs.iter().find(|c| c.name == name).cloned()
-    };
-    for name in names {
-        let (ca, cb) = (find(a, name), find(b, name));
-        let (ra, rb) = (
-            ca.as_ref().and_then(|c| c.requests_per_sec),
-            cb.as_ref().and_then(|c| c.requests_per_sec),
-        );
-        let (pa, pb) = (
-            ca.as_ref().and_then(|c| c.p99_ms),
-            cb.as_ref().and_then(|c| c.p99_ms),
-        );
+    for (name, ca, cb) in pairs(a, b) {
+        let change = |m: &Metric| {
+            Change::of(
+                ca.and_then(m.spread),
+                cb.and_then(m.spread),
+                a.rounds,
+                b.rounds,
+            )
+        };
+        let (rps, p99) = (change(&METRICS[0]), change(&METRICS[1]));
         let _ = writeln!(
             out,
             "| {name} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            median(ra, 0),
-            median(rb, 0),
-            ratio(ra, rb),
-            verdict(ra, rb, a.rounds, b.rounds),
-            median(pa, 1),
-            median(pb, 1),
-            ratio(pa, pb),
-            verdict(pa, pb, a.rounds, b.rounds),
+            median(rps.a, 0),
+            median(rps.b, 0),
+            ratio(&rps),
+            rps.verdict.text(),
+            median(p99.a, 1),
+            median(p99.b, 1),
+            ratio(&p99),
+            p99.verdict.text(),
         );
     }
     let _ = writeln!(
@@ -100,6 +219,33 @@ pub fn render(a: &Summary, b: &Summary) -> String {
          Compare runs from the same machine only."
     );
     out
+}
+
+/// `loadgen compare A B --html OUT`: the page of the two runs, written to `out`.
+pub fn write_page(a_path: &Path, b_path: &Path, out: &Path) -> anyhow::Result<()> {
+    let from = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let side = |path: &Path, label: &'static str| -> anyhow::Result<Side> {
+        let dir = if path.is_dir() {
+            path.to_path_buf()
+        } else {
+            path.parent().map_or(PathBuf::from("."), Path::to_path_buf)
+        };
+        let page = dir.join("index.html");
+        Ok(Side {
+            label,
+            summary: load_summary(path)?,
+            manifest: manifest::load(&dir)?,
+            page: page
+                .is_file()
+                .then(|| html::page::relative_path(&from, &page)),
+        })
+    };
+    let (a, b) = (side(a_path, "A")?, side(b_path, "B")?);
+    let html = html::compare::page(&a, &b);
+    std::fs::write(out, html).with_context(|| format!("--html {}", out.display()))
 }
 
 #[cfg(test)]

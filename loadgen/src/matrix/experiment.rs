@@ -1266,7 +1266,7 @@ gateway = ["--storage", "redis", "--redis-cluster", "{{redis-cluster}}"]
         assert_eq!(names, ["no-cache", "ttl-0", "ttl-1", "ttl-10"]);
         assert_eq!(e.baseline, "no-cache");
         assert!(e.configs.iter().all(|c| c.load.connections == 100));
-        // Every configuration runs the gateway on one worker thread (README "Worker threads").
+        // Every configuration runs the gateway on one worker thread (docs/cpu-and-peers.md, "Worker threads").
         assert_eq!(
             e.configs[2].gateway_args,
             ["--worker-threads", "1", "--ttl", "1"]

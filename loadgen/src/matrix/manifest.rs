@@ -51,6 +51,20 @@ pub struct Manifest {
     pub binaries: Vec<BinaryInfo>,
 }
 
+/// The manifest.json of the run folder `dir`: `None` when there is none (runs made by
+/// scripts), an error naming the file when it does not read as a manifest.
+pub fn load(dir: &Path) -> anyhow::Result<Option<Manifest>> {
+    let path = dir.join("manifest.json");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(anyhow::anyhow!("reading {}: {e}", path.display())),
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| anyhow::anyhow!("{} is not a loadgen manifest: {e}", path.display()))
+}
+
 /// Run `git args…` in `dir` and return its trimmed stdout when it succeeds.
 fn git(dir: &Path, args: &[&str]) -> Option<String> {
     // --no-optional-locks: reading the state must not even refresh the index.

@@ -15,13 +15,16 @@
 //!   (perf or the gateway's endpoint);
 //! - [`aggregation`]: ratios within rounds, medians over them, warnings;
 //! - [`summary`] (the data model), [`record`] (`runs/*.json`), [`manifest`], and
-//!   [`render`] (`summary.md`, charts); [`compare`] sets two runs side by side.
+//!   [`render`] (`summary.md`, charts, pages); [`disturbance`] says what disturbed a
+//!   run; [`report`] writes the run's `index.html` and the results folder's; [`compare`]
+//!   sets two runs side by side.
 //!
 //! A wrong answer aborts the run (before or after a window); wrong answers a workload
 //! finds during the load are counted, reported loudly, and fail the command at the end.
 
 pub mod aggregation;
 pub mod compare;
+pub mod disturbance;
 pub mod experiment;
 pub mod http_probe;
 pub mod lifecycle;
@@ -34,6 +37,7 @@ pub mod record;
 pub mod redis_cluster;
 pub mod redis_server;
 pub mod render;
+pub mod report;
 pub mod sampling;
 pub mod scraping;
 pub mod services;
@@ -84,21 +88,31 @@ fn choose_profiler(experiment: &Experiment) -> anyhow::Result<Profiler> {
     }
 }
 
-/// `summary.md`, `chart.svg`, `timeline.svg` and (for workloads) `tradeoff.svg` of a run; returns the
-/// Markdown.
+/// `chart.svg`, and where the run has their figures `tradeoff.svg`, `overload.svg` and
+/// `timeline.svg`, drawn from the summary.
+pub fn write_charts(out: &Path, summary: &Summary) -> anyhow::Result<()> {
+    let write = |name: &str, svg: String| {
+        std::fs::write(out.join(name), svg)
+            .with_context(|| format!("writing {}", out.join(name).display()))
+    };
+    write("chart.svg", chart::render(summary))?;
+    for (name, svg) in [
+        ("tradeoff.svg", render::tradeoff::render(summary)),
+        ("overload.svg", render::overload::render(summary)),
+        ("timeline.svg", render::timeline::render(summary)),
+    ] {
+        if let Some(svg) = svg {
+            write(name, svg)?;
+        }
+    }
+    Ok(())
+}
+
+/// `summary.md` and the charts of a run; returns the Markdown.
 fn write_renderings(out: &Path, summary: &Summary, machine: &str) -> anyhow::Result<String> {
     let markdown = summary.to_markdown(machine);
     std::fs::write(out.join("summary.md"), &markdown)?;
-    std::fs::write(out.join("chart.svg"), chart::render(summary))?;
-    if let Some(svg) = render::tradeoff::render(summary) {
-        std::fs::write(out.join("tradeoff.svg"), svg)?;
-    }
-    if let Some(svg) = render::overload::render(summary) {
-        std::fs::write(out.join("overload.svg"), svg)?;
-    }
-    if let Some(svg) = render::timeline::render(summary) {
-        std::fs::write(out.join("timeline.svg"), svg)?;
-    }
+    write_charts(out, summary)?;
     Ok(markdown)
 }
 
@@ -107,16 +121,15 @@ fn write_renderings(out: &Path, summary: &Summary, machine: &str) -> anyhow::Res
 /// are not touched.
 pub fn rerender(dir: &Path) -> anyhow::Result<()> {
     let summary = compare::load_summary(dir)?;
-    let manifest_path = dir.join("manifest.json");
-    let manifest: Manifest = serde_json::from_str(
-        &std::fs::read_to_string(&manifest_path)
-            .with_context(|| format!("reading {}", manifest_path.display()))?,
-    )
-    .with_context(|| format!("{} is not a loadgen manifest", manifest_path.display()))?;
+    let manifest =
+        manifest::load(dir)?.ok_or_else(|| anyhow!("{}: no manifest.json", dir.display()))?;
     write_renderings(dir, &summary, &manifest::machine_line(&manifest))?;
+    let (page, index) = report::write_pages(dir)?;
     eprintln!(
-        "loadgen render: summary.md and charts rewritten in {}",
-        dir.display()
+        "loadgen render: summary.md and charts rewritten in {}; page {}, index {}",
+        dir.display(),
+        page.display(),
+        index.display()
     );
     Ok(())
 }
@@ -396,8 +409,14 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
     write_json(&out.join("summary.json"), &summary)?;
     let markdown = write_renderings(&out, &summary, &manifest::machine_line(&manifest))?;
     update_latest(&out)?;
+    let (page, index) = report::write_pages(&out)?;
     println!("{markdown}");
-    eprintln!("loadgen matrix: results in {}", out.display());
+    eprintln!(
+        "loadgen matrix: results in {}; open {} (all runs: {})",
+        out.display(),
+        page.display(),
+        index.display()
+    );
     let wrong: u64 = summary
         .configs
         .iter()

@@ -1,328 +1,255 @@
-//! The run's chart: req/s and p99 per configuration as bars (medians) with min–max
-//! whiskers over rounds, side by side, written as plain SVG.
+//! The run's chart (`chart.svg`): req/s and p99 per configuration as horizontal bars
+//! (medians) with min–max whiskers over rounds, the two panels side by side and one row
+//! per configuration, so that names and values each have a line of their own and never
+//! run into one another however many configurations there are. The req/s value carries
+//! the ratio to the baseline taken within rounds.
 
 use std::fmt::Write as _;
 
+use super::labels::Rect;
+use super::scale::Scale;
+use super::svg::{colour, escape, format_value, text_width};
 use crate::matrix::summary::{Spread, Summary};
 
-const PANEL_WIDTH: f64 = 460.0;
-const PANEL_HEIGHT: f64 = 320.0;
-const MARGIN_LEFT: f64 = 70.0;
-const MARGIN_TOP: f64 = 50.0;
-const MARGIN_BOTTOM: f64 = 60.0;
-const GRID_LINES: usize = 4;
-pub(super) const BAR_COLOURS: [&str; 6] = [
-    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#b07aa1",
-];
+const ROW: f64 = 24.0;
+const BAR_HEIGHT: f64 = 14.0;
+const TOP: f64 = 64.0;
+const PLOT_WIDTH: f64 = 330.0;
+const PANEL_GAP: f64 = 28.0;
+const NAME_FONT: f64 = 12.0;
+const VALUE_FONT: f64 = 11.0;
 
-pub(super) fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// A round axis maximum: 1, 2 or 5 times a power of ten, above `value`.
-pub(super) fn nice_ceiling(value: f64) -> f64 {
-    if value <= 0.0 || !value.is_finite() {
-        return 1.0;
-    }
-    let magnitude = 10f64.powf(value.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * magnitude)
-        .find(|c| *c >= value)
-        .unwrap_or(10.0 * magnitude)
-}
-
-/// The frame of an x–y panel: title, grid lines with their tick labels on both axes,
-/// border and axis titles; [`Frame::x`] and [`Frame::y`] place values inside it.
-pub(super) struct Frame {
-    /// Left edge of the plot area, and its top.
-    pub left: f64,
-    pub top: f64,
-    pub width: f64,
-    pub height: f64,
-    pub x_max: f64,
-    pub y_max: f64,
-}
-
-impl Frame {
-    pub fn x(&self, v: f64) -> f64 {
-        self.left + v / self.x_max * self.width
-    }
-
-    /// Values above `y_max` are drawn at the top edge.
-    pub fn y(&self, v: f64) -> f64 {
-        self.top + self.height - v.min(self.y_max) / self.y_max * self.height
-    }
-
-    /// Draw the frame: `grid` lines per axis, `x_unit` after each x tick label, the
-    /// y axis title centred at `y_title_x`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn draw(
-        &self,
-        out: &mut String,
-        title: &str,
-        x_title: &str,
-        y_title: &str,
-        x_unit: &str,
-        grid: usize,
-        y_title_x: f64,
-    ) {
-        let (left, top, w, h) = (self.left, self.top, self.width, self.height);
-        let _ = writeln!(
-            out,
-            r#"<text x="{:.1}" y="28" font-size="14" font-weight="bold" text-anchor="middle">{}</text>"#,
-            left + w / 2.0,
-            escape(title)
-        );
-        for i in 0..=grid {
-            let f = i as f64 / grid as f64;
-            let (vx, vy) = (self.x_max * f, self.y_max * f);
-            let _ = writeln!(
-                out,
-                r##"<line x1="{left:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
-                left + w,
-                self.y(vy),
-                self.y(vy),
-                left - 6.0,
-                self.y(vy) + 4.0,
-                tick_label(vy)
-            );
-            let _ = writeln!(
-                out,
-                r##"<line x1="{:.1}" x2="{:.1}" y1="{top:.1}" y2="{:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}{x_unit}</text>"##,
-                self.x(vx),
-                self.x(vx),
-                top + h,
-                self.x(vx),
-                top + h + 16.0,
-                tick_label(vx)
-            );
-        }
-        let _ = writeln!(
-            out,
-            r##"<rect x="{left:.1}" y="{top:.1}" width="{w:.1}" height="{h:.1}" fill="none" stroke="#444"/>"##
-        );
-        let _ = writeln!(
-            out,
-            r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text>"#,
-            left + w / 2.0,
-            top + h + 36.0,
-            escape(x_title)
-        );
-        let ty = top + h / 2.0;
-        let _ = writeln!(
-            out,
-            r#"<text x="{y_title_x:.1}" y="{ty:.1}" font-size="12" text-anchor="middle" transform="rotate(-90 {y_title_x:.1} {ty:.1})">{}</text>"#,
-            escape(y_title)
-        );
-    }
-}
-
-/// One panel of bars at horizontal offset `x0`.
-fn panel(out: &mut String, x0: f64, title: &str, unit: &str, bars: &[(String, Option<Spread>)]) {
-    let plot_w = PANEL_WIDTH - MARGIN_LEFT - 20.0;
-    let plot_h = PANEL_HEIGHT - MARGIN_TOP - MARGIN_BOTTOM;
-    let top = bars
-        .iter()
-        .filter_map(|(_, s)| s.map(|s| s.max))
-        .fold(0.0, f64::max);
-    let axis_max = nice_ceiling(top * 1.05);
-    let y = |v: f64| MARGIN_TOP + plot_h - (v / axis_max) * plot_h;
-    let _ = writeln!(
-        out,
-        r#"<text x="{:.1}" y="28" font-size="16" font-weight="bold" text-anchor="middle">{}</text>"#,
-        x0 + MARGIN_LEFT + plot_w / 2.0,
-        escape(title)
-    );
-    for i in 0..=GRID_LINES {
-        let v = axis_max * i as f64 / GRID_LINES as f64;
-        let _ = writeln!(
-            out,
-            r##"<line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{} {}</text>"##,
-            x0 + MARGIN_LEFT,
-            x0 + MARGIN_LEFT + plot_w,
-            y(v),
-            y(v),
-            x0 + MARGIN_LEFT - 6.0,
-            y(v) + 4.0,
-            tick_label(v),
-            escape(unit)
-        );
-    }
-    let slot = plot_w / bars.len().max(1) as f64;
-    for (i, (name, spread)) in bars.iter().enumerate() {
-        let cx = x0 + MARGIN_LEFT + slot * (i as f64 + 0.5);
-        let bar_w = slot * 0.6;
-        if let Some(s) = spread {
-            let _ = writeln!(
-                out,
-                r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{}: median {} {}, min {}, max {}</title></rect>"#,
-                cx - bar_w / 2.0,
-                y(s.median),
-                bar_w,
-                (MARGIN_TOP + plot_h - y(s.median)).max(0.0),
-                BAR_COLOURS[i % BAR_COLOURS.len()],
-                escape(name),
-                format_value(s.median),
-                escape(unit),
-                format_value(s.min),
-                format_value(s.max)
-            );
-            if s.max > s.min {
-                let _ = writeln!(
-                    out,
-                    r##"<line x1="{cx:.1}" x2="{cx:.1}" y1="{:.1}" y2="{:.1}" stroke="#222"/><line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#222"/><line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#222"/>"##,
-                    y(s.min),
-                    y(s.max),
-                    cx - 6.0,
-                    cx + 6.0,
-                    y(s.min),
-                    y(s.min),
-                    cx - 6.0,
-                    cx + 6.0,
-                    y(s.max),
-                    y(s.max)
-                );
-            }
-            let _ = writeln!(
-                out,
-                r#"<text x="{cx:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"#,
-                y(s.max) - 5.0,
-                format_value(s.median)
-            );
-        }
-        let _ = writeln!(
-            out,
-            r#"<text x="{cx:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text>"#,
-            MARGIN_TOP + plot_h + 18.0,
-            escape(name)
-        );
-    }
-    let _ = writeln!(
-        out,
-        r##"<line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#444"/>"##,
-        x0 + MARGIN_LEFT,
-        x0 + MARGIN_LEFT + plot_w,
-        MARGIN_TOP + plot_h,
-        MARGIN_TOP + plot_h
-    );
-}
-
-/// Axis ticks are round numbers: no decimals unless they matter.
-pub(super) fn tick_label(v: f64) -> String {
-    if v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{}", (v * 100.0).round() / 100.0)
-    }
-}
-
-pub(super) fn format_value(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
+/// One panel: its title, unit, and per configuration the spread and its value label.
+struct Panel {
+    title: &'static str,
+    bars: Vec<(Option<Spread>, String)>,
 }
 
 /// The chart of a run as an SVG document.
 pub fn render(summary: &Summary) -> String {
-    let rps: Vec<(String, Option<Spread>)> = summary
-        .configs
+    draw(summary).0
+}
+
+/// The chart and the boxes of its texts (names, values, titles), for layout tests.
+fn draw(summary: &Summary) -> (String, Vec<Rect>) {
+    let rps = Panel {
+        title: "Throughput (req/s, higher is better)",
+        bars: summary
+            .configs
+            .iter()
+            .map(|c| {
+                let value = c.requests_per_sec.map_or("no figure".into(), |s| {
+                    match c.ratio.filter(|_| c.name != summary.baseline) {
+                        Some(r) => format!("{} · {:.2}x", format_value(s.median), r.median),
+                        None => format_value(s.median),
+                    }
+                });
+                (c.requests_per_sec, value)
+            })
+            .collect(),
+    };
+    let p99 = Panel {
+        title: "p99 latency (ms, lower is better)",
+        bars: summary
+            .configs
+            .iter()
+            .map(|c| {
+                let value = c.p99_ms.map_or("no figure".into(), |s| {
+                    format!("{} ms", format_value(s.median))
+                });
+                (c.p99_ms, value)
+            })
+            .collect(),
+    };
+    let panels = [rps, p99];
+    let names: Vec<&str> = summary.configs.iter().map(|c| c.name.as_str()).collect();
+    let name_column = names
         .iter()
-        .map(|c| (c.name.clone(), c.requests_per_sec))
-        .collect();
-    let p99: Vec<(String, Option<Spread>)> = summary
-        .configs
+        .map(|n| text_width(n, NAME_FONT))
+        .fold(50.0, f64::max)
+        + 22.0;
+    let value_column = panels
         .iter()
-        .map(|c| (c.name.clone(), c.p99_ms))
-        .collect();
-    let width = PANEL_WIDTH * 2.0;
+        .flat_map(|p| p.bars.iter().map(|(_, v)| text_width(v, VALUE_FONT)))
+        .fold(0.0, f64::max)
+        + 14.0;
+    let panel_width = PLOT_WIDTH + value_column;
+    let plot_height = ROW * names.len().max(1) as f64;
+    let width = name_column + 2.0 * panel_width + PANEL_GAP + 10.0;
+    let height = TOP + plot_height + 56.0;
+    let mut boxes = Vec::new();
     let mut out = String::new();
     let _ = writeln!(
         out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{:.0}" viewBox="0 0 {width:.0} {:.0}" font-family="sans-serif">"#,
-        PANEL_HEIGHT + 20.0,
-        PANEL_HEIGHT + 20.0
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif">"#
     );
     let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    panel(
-        &mut out,
-        0.0,
-        "Throughput (req/s, higher is better)",
-        "",
-        &rps,
-    );
-    panel(
-        &mut out,
-        PANEL_WIDTH,
-        "p99 latency (ms, lower is better)",
-        "ms",
-        &p99,
+    let title = format!(
+        "{} — run {}: bars are medians of {} round(s), whiskers min–max; · 1.20x: req/s over {}'s in the same round",
+        summary.experiment, summary.run_id, summary.rounds, summary.baseline
     );
     let _ = writeln!(
         out,
-        r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#555">{} — run {}: bars are medians of {} round(s), whiskers min–max</text>"##,
+        r##"<text x="{:.1}" y="22" font-size="13" text-anchor="middle" fill="#333">{}</text>"##,
         width / 2.0,
-        PANEL_HEIGHT + 12.0,
-        escape(&summary.experiment),
-        escape(&summary.run_id),
-        summary.rounds
+        escape(&title)
     );
-    out.push_str("</svg>\n");
-    out
+    for (i, name) in names.iter().enumerate() {
+        let centre = TOP + ROW * (i as f64 + 0.5);
+        if i % 2 == 1 {
+            let _ = writeln!(
+                out,
+                r##"<rect x="0" y="{:.1}" width="{width:.0}" height="{ROW:.0}" fill="#f6f6f6"/>"##,
+                centre - ROW / 2.0
+            );
+        }
+        let w = text_width(name, NAME_FONT);
+        boxes.push(Rect {
+            x: name_column - 10.0 - w,
+            y: centre - NAME_FONT / 2.0,
+            w,
+            h: NAME_FONT,
+        });
+        let _ = writeln!(
+            out,
+            r#"<text class="label" x="{:.1}" y="{:.1}" font-size="12" text-anchor="end">{}</text>"#,
+            name_column - 10.0,
+            centre + 4.0,
+            escape(name)
+        );
+    }
+    for (p, panel) in panels.iter().enumerate() {
+        let x0 = name_column + p as f64 * (panel_width + PANEL_GAP);
+        draw_panel(&mut out, &mut boxes, panel, x0, plot_height);
+    }
+    (out + "</svg>\n", boxes)
+}
+
+fn draw_panel(out: &mut String, boxes: &mut Vec<Rect>, panel: &Panel, x0: f64, plot_height: f64) {
+    let scale = Scale::linear(panel.bars.iter().filter_map(|(s, _)| s.map(|s| s.max)));
+    let x = |v: f64| x0 + scale.fraction(v) * PLOT_WIDTH;
+    let bottom = TOP + plot_height;
+    let title_width = text_width(panel.title, 13.0);
+    boxes.push(Rect {
+        x: x0 + PLOT_WIDTH / 2.0 - title_width / 2.0,
+        y: TOP - 24.0,
+        w: title_width,
+        h: 13.0,
+    });
+    let _ = writeln!(
+        out,
+        r#"<text x="{:.1}" y="{:.1}" font-size="13" font-weight="bold" text-anchor="middle">{}</text>"#,
+        x0 + PLOT_WIDTH / 2.0,
+        TOP - 13.0,
+        escape(panel.title)
+    );
+    for tick in scale.ticks() {
+        let tx = x(tick.value);
+        let _ = writeln!(
+            out,
+            r##"<line x1="{tx:.1}" x2="{tx:.1}" y1="{TOP:.1}" y2="{bottom:.1}" stroke="#ddd"/><text class="tick" x="{tx:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"##,
+            bottom + 15.0,
+            escape(&tick.label)
+        );
+    }
+    for (i, (spread, value)) in panel.bars.iter().enumerate() {
+        let centre = TOP + ROW * (i as f64 + 0.5);
+        let mut end = x0;
+        if let Some(s) = spread {
+            let _ = writeln!(
+                out,
+                r#"<rect x="{x0:.1}" y="{:.1}" width="{:.1}" height="{BAR_HEIGHT:.1}" fill="{}"><title>median {}, min {}, max {}</title></rect>"#,
+                centre - BAR_HEIGHT / 2.0,
+                (x(s.median) - x0).max(0.5),
+                colour(i),
+                format_value(s.median),
+                format_value(s.min),
+                format_value(s.max)
+            );
+            end = x(s.median);
+            if s.max > s.min {
+                let (a, b) = (x(s.min), x(s.max));
+                let _ = writeln!(
+                    out,
+                    r##"<path d="M{a:.1},{:.1} v8 M{a:.1},{centre:.1} H{b:.1} M{b:.1},{:.1} v8" stroke="#222" fill="none"/>"##,
+                    centre - 4.0,
+                    centre - 4.0
+                );
+                end = end.max(b);
+            }
+        }
+        let w = text_width(value, VALUE_FONT);
+        boxes.push(Rect {
+            x: end + 6.0,
+            y: centre - VALUE_FONT / 2.0,
+            w,
+            h: VALUE_FONT,
+        });
+        let _ = writeln!(
+            out,
+            r#"<text class="label" x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
+            end + 6.0,
+            centre + 4.0,
+            escape(value)
+        );
+    }
+    let _ = writeln!(
+        out,
+        r##"<line x1="{x0:.1}" x2="{x0:.1}" y1="{TOP:.1}" y2="{bottom:.1}" stroke="#444"/>"##
+    );
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::matrix::render::labels::any_overlap;
 
-    #[test]
-    fn axis_ceilings_are_round() {
-        assert_eq!(nice_ceiling(4623.0), 5000.0);
-        assert_eq!(nice_ceiling(1013.0), 2000.0);
-        assert_eq!(nice_ceiling(46.5), 50.0);
-        assert_eq!(nice_ceiling(0.0), 1.0);
-        assert_eq!(nice_ceiling(10.0), 10.0);
+    fn summary(names: &[&str]) -> Summary {
+        let configs: Vec<serde_json::Value> = names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let m = 1000.0 * (i as f64 + 1.0);
+                let spread = serde_json::json!({"median": m, "min": m * 0.9, "max": m * 1.1});
+                serde_json::json!({
+                    "name": name, "description": null, "gateway_args": [], "user_service_args": [],
+                    "post_service_args": [], "load": {}, "rounds": [],
+                    "median": {"requests_per_sec": m, "p50_ms": 1.0, "p99_ms": 250.0 / m,
+                        "upstream_per_request": null, "gateway_cpu_cores": null, "gateway_peak_rss_bytes": null,
+                        "cache_hits": null, "cache_misses": null, "cache_dedupes": null, "loadgen_cpu_cores": 0.1},
+                    "requests_per_sec": spread, "p99_ms": spread, "ratio": {"median": i as f64 + 1.0, "min": 1.0, "max": 1.0},
+                    "p99_ratio": null, "flamegraph": null, "flamegraph_note": null, "errors_total": 0
+                })
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "schema": "loadgen.summary/1", "run_id": "x", "experiment": "seed & co", "baseline": names[0],
+            "rounds": 3, "duration_s": 10.0, "warmup_s": 2.0, "quick": false, "warnings": [],
+            "configs": configs
+        }))
+        .unwrap()
     }
 
     #[test]
-    fn svg_has_a_bar_per_config_in_each_panel() {
-        let spread = |m: f64| {
-            Some(Spread {
-                median: m,
-                min: m * 0.9,
-                max: m * 1.1,
-            })
-        };
-        let summary: Summary = serde_json::from_value(serde_json::json!({
-            "schema": "loadgen.summary/1", "run_id": "x", "experiment": "seed & co", "baseline": "a",
-            "rounds": 3, "duration_s": 10.0, "warmup_s": 2.0, "quick": false, "warnings": [],
-            "configs": [
-                {"name": "a", "description": null, "gateway_args": [], "user_service_args": [], "post_service_args": [],
-                 "load": {}, "rounds": [], "median": {"requests_per_sec": 1000.0, "p50_ms": 1.0, "p99_ms": 250.0,
-                 "upstream_per_request": null, "gateway_cpu_cores": null, "gateway_peak_rss_bytes": null,
-                 "cache_hits": null, "cache_misses": null, "cache_dedupes": null, "loadgen_cpu_cores": 0.1},
-                 "requests_per_sec": spread(1000.0), "p99_ms": spread(250.0), "ratio": null, "p99_ratio": null,
-                 "flamegraph": null, "flamegraph_note": null, "errors_total": 0},
-                {"name": "b<", "description": null, "gateway_args": [], "user_service_args": [], "post_service_args": [],
-                 "load": {}, "rounds": [], "median": {"requests_per_sec": 4000.0, "p50_ms": 1.0, "p99_ms": 40.0,
-                 "upstream_per_request": null, "gateway_cpu_cores": null, "gateway_peak_rss_bytes": null,
-                 "cache_hits": null, "cache_misses": null, "cache_dedupes": null, "loadgen_cpu_cores": 0.1},
-                 "requests_per_sec": spread(4000.0), "p99_ms": spread(40.0), "ratio": null, "p99_ratio": null,
-                 "flamegraph": null, "flamegraph_note": null, "errors_total": 0}
-            ]
-        }))
-        .unwrap();
-        let svg = render(&summary);
+    fn svg_has_a_bar_per_config_in_each_panel_and_escapes_names() {
+        let svg = render(&summary(&["a", "b<"]));
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
-        assert_eq!(svg.matches("<rect x=").count(), 4, "{svg}");
+        assert_eq!(svg.matches("<rect x=").count() - 1, 4, "{svg}");
         assert!(svg.contains("b&lt;") && svg.contains("seed &amp; co"));
         assert!(!svg.contains("b<"));
+        // The ratio to the baseline beside the req/s of the others.
+        assert!(svg.contains(">2000 · 2.00x<"), "{svg}");
+        assert!(!svg.contains(">1000 · 1.00x<"), "{svg}");
+    }
+
+    #[test]
+    fn no_two_texts_overlap_with_many_long_names() {
+        let names: Vec<String> = (0..14)
+            .map(|i| format!("ttl-{i}-layered-2gw-no-inval-{}", "x".repeat(i)))
+            .collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let (_, boxes) = draw(&summary(&names));
+        assert_eq!(boxes.len(), 14 * 3 + 2);
+        assert_eq!(any_overlap(&boxes), None);
     }
 }

@@ -4,12 +4,9 @@
 use std::fmt::Write as _;
 
 use crate::bench::report::ms;
+use crate::matrix::disturbance::CONTENDED_CORES;
 use crate::matrix::network::PROXY_PREFIX;
 use crate::matrix::summary::{Medians, Summary};
-
-/// Above this many busy cores outside the run's own processes, a configuration's
-/// figures are flagged as taken on a contended machine.
-const CONTENDED_CORES: f64 = 0.3;
 
 impl Summary {
     /// The human-readable table, as Markdown.

@@ -6,19 +6,25 @@
 //!
 //! A gateway that sheds well keeps goodput flat at its capacity past it, with a bounded
 //! p99; one that queues without bound keeps goodput but its p99 climbs with the backlog.
+//! Such p99s lie decades apart, so the p99 panel takes a log scale when they do (a
+//! bounded 12 ms must not sit on the floor under an unbounded 3 s); the legend below the
+//! panels has a line per curve and the chart grows to hold them.
 
 use std::fmt::Write as _;
 
-use super::chart::{escape, format_value, nice_ceiling, Frame, BAR_COLOURS};
+use super::frame::{Frame, Titles};
+use super::scale::Scale;
+use super::svg::{colour, dash_attribute, escape, format_value};
 use crate::matrix::summary::{ConfigSummary, Summary};
 
 const PANEL_WIDTH: f64 = 520.0;
-const HEIGHT: f64 = 470.0;
+const PLOT_HEIGHT: f64 = 300.0;
 const LEFT: f64 = 80.0;
 const RIGHT: f64 = 30.0;
 const TOP: f64 = 50.0;
-const BOTTOM: f64 = 120.0;
-const GRID_LINES: usize = 5;
+/// Below the plots: tick labels and the axis title, then the legend.
+const LEGEND_FROM: f64 = TOP + PLOT_HEIGHT + 56.0;
+const LEGEND_LINE: f64 = 15.0;
 
 /// One configuration's point on the curve (medians over its rounds).
 struct Point<'a> {
@@ -99,62 +105,61 @@ pub fn render(summary: &Summary) -> Option<String> {
         return None;
     }
     let all = || curves.iter().flat_map(|(_, p)| p.iter());
-    let x_max = nice_ceiling(all().map(|p| p.offered).fold(0.0, f64::max) * 1.05);
+    let x = Scale::linear(all().map(|p| p.offered));
     let width = 2.0 * PANEL_WIDTH;
+    let height = LEGEND_FROM + LEGEND_LINE * curves.len() as f64 + 24.0;
     let mut out = String::new();
     let _ = writeln!(
         out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{HEIGHT:.0}" viewBox="0 0 {width:.0} {HEIGHT:.0}" font-family="sans-serif">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif">"#
     );
     let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let goodput_max = nice_ceiling(all().map(|p| p.goodput.max(p.sent)).fold(0.0, f64::max) * 1.05);
     panel(
         &mut out,
         0.0,
-        "Goodput against offered load",
-        "answers without errors per second",
-        x_max,
-        goodput_max,
+        (
+            "Goodput against offered load",
+            "answers without errors per second",
+        ),
+        x.clone(),
+        Scale::linear(all().map(|p| p.goodput.max(p.sent))),
         &curves,
         |p| Some(p.goodput),
         true,
     );
-    let p99_max = nice_ceiling(
-        all()
-            .map(|p| p.ok_p99_ms)
-            .filter(|v| v.is_finite())
-            .fold(0.0, f64::max)
-            * 1.05,
-    );
     panel(
         &mut out,
         PANEL_WIDTH,
-        "p99 of the admitted requests",
-        "p99 of answers without errors (ms)",
-        x_max,
-        p99_max,
+        (
+            "p99 of the admitted requests",
+            "p99 of answers without errors (ms)",
+        ),
+        x,
+        Scale::auto(all().map(|p| p.ok_p99_ms)),
         &curves,
         |p| p.ok_p99_ms.is_finite().then_some(p.ok_p99_ms),
         false,
     );
     for (i, (label, _)) in curves.iter().enumerate() {
-        let colour = BAR_COLOURS[i % BAR_COLOURS.len()];
-        let y = HEIGHT - BOTTOM + 56.0 + 14.0 * i as f64;
+        let y = LEGEND_FROM + LEGEND_LINE * i as f64;
         let _ = writeln!(
             out,
-            r#"<rect x="{:.1}" y="{:.1}" width="12" height="4" fill="{colour}"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
+            r#"<line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="{}" stroke-width="3"{}/><text class="label" x="{:.1}" y="{y:.1}" font-size="11">{}</text>"#,
             LEFT,
-            y - 4.0,
             LEFT + 18.0,
-            y,
+            y - 4.0,
+            y - 4.0,
+            colour(i),
+            dash_attribute(i),
+            LEFT + 24.0,
             escape(label)
         );
     }
     let _ = writeln!(
         out,
-        r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#555">{} — run {}: medians of {} round(s); open loop, latency from the intended send time; dashed: goodput = offered</text>"##,
+        r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#555">{} — run {}: medians of {} round(s); open loop, latency from the intended send time; dashed: goodput = offered; hollow: rate not held</text>"##,
         width / 2.0,
-        HEIGHT - 8.0,
+        height - 8.0,
         escape(&summary.experiment),
         escape(&summary.run_id),
         summary.rounds
@@ -167,10 +172,9 @@ pub fn render(summary: &Summary) -> Option<String> {
 fn panel(
     out: &mut String,
     x0: f64,
-    title: &str,
-    y_title: &str,
-    x_max: f64,
-    y_max: f64,
+    (title, y_title): (&str, &str),
+    x: Scale,
+    y: Scale,
     curves: &[(String, Vec<Point>)],
     value: impl Fn(&Point) -> Option<f64>,
     diagonal: bool,
@@ -179,22 +183,26 @@ fn panel(
         left: x0 + LEFT,
         top: TOP,
         width: PANEL_WIDTH - LEFT - RIGHT,
-        height: HEIGHT - TOP - BOTTOM,
-        x_max,
-        y_max,
+        height: PLOT_HEIGHT,
+        x,
+        y,
     };
     frame.draw(
         out,
-        title,
-        "offered load (requests per second)",
-        y_title,
-        "",
-        GRID_LINES,
-        x0 + 18.0,
+        &Titles {
+            title,
+            x: "offered load (requests per second)",
+            y: y_title,
+            x_unit: "",
+            y_title_x: x0 + 18.0,
+        },
     );
     let (x, y) = (|v| frame.x(v), |v| frame.y(v));
     if diagonal {
-        let end = x_max.min(y_max);
+        let end = match (&frame.x, &frame.y) {
+            (Scale::Linear { max: a, .. }, Scale::Linear { max: b, .. }) => a.min(*b),
+            _ => 0.0,
+        };
         let _ = writeln!(
             out,
             r##"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#999" stroke-dasharray="4 4"/>"##,
@@ -205,7 +213,7 @@ fn panel(
         );
     }
     for (i, (_, points)) in curves.iter().enumerate() {
-        let colour = BAR_COLOURS[i % BAR_COLOURS.len()];
+        let colour = colour(i);
         let coords: Vec<(f64, f64, &Point)> = points
             .iter()
             .filter_map(|p| Some((x(p.offered), y(value(p)?), p)))
@@ -216,8 +224,9 @@ fn panel(
             .collect();
         let _ = writeln!(
             out,
-            r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="2"/>"#,
-            line.join(" ")
+            r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="2"{}/>"#,
+            line.join(" "),
+            dash_attribute(i)
         );
         for (cx, cy, p) in coords {
             let v = value(p).unwrap_or(f64::NAN);
@@ -330,6 +339,13 @@ mod tests {
         assert!(svg.contains("--max-concurrent-requests 32"));
         // A point whose rate was not held is drawn hollow.
         assert!(svg.contains(r#"fill="white" stroke="#) && svg.contains("(rate not held)"));
+        // 12 ms against 3 s: the p99 panel is drawn on a log scale, goodput is not.
+        assert_eq!(svg.matches("log scale").count(), 1, "{svg}");
+        assert_eq!(
+            svg.matches(r#"class="label""#).count(),
+            2,
+            "a legend line per curve"
+        );
         let table = table(&s).unwrap();
         assert!(
             table.contains(

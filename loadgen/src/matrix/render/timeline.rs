@@ -6,22 +6,31 @@
 //! Totals hide what strategies change: a TTL that runs out on many keys at once sends
 //! a wave of misses to the subgraphs every TTL, which a mean of requests per second
 //! smooths away; an outage of a few seconds barely moves a 10-second error total.
+//!
+//! The legend on the right is as wide as the longest name; the subgraph and p99 panels
+//! take a log scale (zero drawn apart, below a dashed break) when their values lie
+//! decades apart — a cache's few subgraph requests against no cache's thousands, an
+//! outage's timeouts against a cache's milliseconds — so that the quiet lines do not
+//! lie on the floor.
 
 use std::fmt::Write as _;
 
-use super::chart::{escape, nice_ceiling, BAR_COLOURS};
+use super::scale::Scale;
+use super::svg::{colour, dash_attribute, escape, text_width};
 use crate::bench::timeline::Second;
 use crate::matrix::summary::{Measurement, Spread, Summary};
 
-const WIDTH: f64 = 900.0;
+const PLOT_WIDTH: f64 = 650.0;
 const PANEL_HEIGHT: f64 = 200.0;
 const MARGIN_LEFT: f64 = 80.0;
-const MARGIN_RIGHT: f64 = 170.0;
-const MARGIN_TOP: f64 = 40.0;
+const MARGIN_TOP: f64 = 62.0;
 const GAP: f64 = 50.0;
+const LEGEND_FONT: f64 = 12.0;
+const LEGEND_LINE: f64 = 18.0;
 
-/// A panel of `timeline.svg`: its title and the figure it draws.
-type Panel = (&'static str, fn(&Second) -> Option<f64>);
+/// A panel of `timeline.svg`: its title, the figure it draws, and whether its scale may
+/// be logarithmic.
+type Panel = (&'static str, fn(&Second) -> Option<f64>, bool);
 
 /// The median over rounds of `figure`, where rounds have it.
 fn median(rounds: &[Measurement], figure: impl Fn(&Measurement) -> Option<f64>) -> Option<f64> {
@@ -126,48 +135,75 @@ pub fn render(summary: &Summary) -> Option<String> {
     }
     let seconds = lines.iter().map(|(_, t)| t.len()).max().unwrap_or(1).max(2);
     let panels: [Panel; 3] = [
-        ("client req/s", |s| Some(s.requests as f64)),
-        ("subgraph requests/s", |s| s.upstream_requests),
-        ("p99 per second (ms)", |s| Some(s.p99_ms)),
+        ("client req/s", |s| Some(s.requests as f64), false),
+        ("subgraph requests/s", |s| s.upstream_requests, true),
+        ("p99 per second (ms)", |s| Some(s.p99_ms), true),
     ];
-    let height = MARGIN_TOP + panels.len() as f64 * (PANEL_HEIGHT + GAP) + 10.0;
-    let plot_w = WIDTH - MARGIN_LEFT - MARGIN_RIGHT;
-    let x = |i: f64| MARGIN_LEFT + plot_w * (i + 0.5) / seconds as f64;
+    let legend_width = lines
+        .iter()
+        .map(|(name, _)| text_width(name, LEGEND_FONT))
+        .fold(60.0, f64::max)
+        + 50.0;
+    let width = MARGIN_LEFT + PLOT_WIDTH + legend_width;
+    let panels_height = panels.len() as f64 * (PANEL_HEIGHT + GAP);
+    let legend_height = LEGEND_LINE * lines.len() as f64 + 14.0;
+    let height = MARGIN_TOP + panels_height.max(legend_height) + 10.0;
+    let x = |i: f64| MARGIN_LEFT + PLOT_WIDTH * (i + 0.5) / seconds as f64;
     let mut out = String::new();
     let _ = writeln!(
         out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH:.0}" height="{height:.0}" viewBox="0 0 {WIDTH:.0} {height:.0}" font-family="sans-serif">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif">"#
     );
     let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let _ = writeln!(
         out,
         r#"<text x="{:.1}" y="22" font-size="15" font-weight="bold" text-anchor="middle">{} — run {}: round 1, second by second</text>"#,
-        WIDTH / 2.0,
+        MARGIN_LEFT + PLOT_WIDTH / 2.0,
         escape(&summary.experiment),
         escape(&summary.run_id)
     );
-    for (p, (title, value)) in panels.iter().enumerate() {
+    for (p, (title, value, may_be_log)) in panels.iter().enumerate() {
         let top = MARGIN_TOP + p as f64 * (PANEL_HEIGHT + GAP);
-        let most = lines
-            .iter()
-            .flat_map(|(_, t)| t.iter().filter_map(value))
-            .fold(0.0, f64::max);
-        let axis_max = nice_ceiling(most * 1.05);
-        let y = |v: f64| top + PANEL_HEIGHT - (v / axis_max) * PANEL_HEIGHT;
+        let values = lines.iter().flat_map(|(_, t)| t.iter().filter_map(value));
+        let scale = if *may_be_log {
+            Scale::auto(values)
+        } else {
+            Scale::linear(values)
+        };
+        let y = |v: f64| top + PANEL_HEIGHT - scale.fraction(v) * PANEL_HEIGHT;
         let _ = writeln!(
             out,
-            r#"<text x="{MARGIN_LEFT:.1}" y="{:.1}" font-size="13" font-weight="bold">{title}</text>"#,
-            top - 8.0
+            r#"<text x="{MARGIN_LEFT:.1}" y="{:.1}" font-size="13" font-weight="bold">{title}{}</text>"#,
+            top - 8.0,
+            if scale.is_log() { " — log scale" } else { "" }
         );
-        for g in 0..=4 {
-            let v = axis_max * g as f64 / 4.0;
+        let mut last_label = f64::INFINITY;
+        for tick in scale.ticks() {
+            let ty = y(tick.value);
             let _ = writeln!(
                 out,
-                r##"<line x1="{MARGIN_LEFT:.1}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{v}</text>"##,
-                MARGIN_LEFT + plot_w,
-                MARGIN_LEFT - 6.0,
-                y(v) + 4.0,
-                y = y(v),
+                r##"<line x1="{MARGIN_LEFT:.1}" x2="{:.1}" y1="{ty:.1}" y2="{ty:.1}" stroke="{}"/>"##,
+                MARGIN_LEFT + PLOT_WIDTH,
+                if tick.major { "#ddd" } else { "#f0f0f0" }
+            );
+            // Labels at least a line apart (ticks go upwards).
+            if !tick.label.is_empty() && last_label - ty >= 12.0 {
+                last_label = ty;
+                let _ = writeln!(
+                    out,
+                    r#"<text class="tick" x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"#,
+                    MARGIN_LEFT - 6.0,
+                    ty + 4.0,
+                    escape(&tick.label)
+                );
+            }
+        }
+        if let Some(at) = scale.break_at() {
+            let by = top + PANEL_HEIGHT - at * PANEL_HEIGHT;
+            let _ = writeln!(
+                out,
+                r##"<line x1="{MARGIN_LEFT:.1}" x2="{:.1}" y1="{by:.1}" y2="{by:.1}" stroke="#999" stroke-dasharray="3 3"/>"##,
+                MARGIN_LEFT + PLOT_WIDTH
             );
         }
         for (k, (name, timeline)) in lines.iter().enumerate() {
@@ -176,20 +212,23 @@ pub fn render(summary: &Summary) -> Option<String> {
                 .enumerate()
                 .filter_map(|(i, s)| value(s).map(|v| format!("{:.1},{:.1}", x(i as f64), y(v))))
                 .collect();
-            let colour = BAR_COLOURS[k % BAR_COLOURS.len()];
             let _ = writeln!(
                 out,
-                r#"<polyline fill="none" stroke="{colour}" stroke-width="1.8" points="{}"/>"#,
+                r#"<polyline fill="none" stroke="{}" stroke-width="1.8"{} points="{}"/>"#,
+                colour(k),
+                dash_attribute(k),
                 points.join(" ")
             );
             if p == 0 {
-                let ly = MARGIN_TOP + 14.0 + k as f64 * 18.0;
+                let ly = MARGIN_TOP + 14.0 + k as f64 * LEGEND_LINE;
+                let lx = MARGIN_LEFT + PLOT_WIDTH + 10.0;
                 let _ = writeln!(
                     out,
-                    r#"<line x1="{:.1}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{colour}" stroke-width="3"/><text x="{:.1}" y="{:.1}" font-size="12">{}</text>"#,
-                    WIDTH - MARGIN_RIGHT + 10.0,
-                    WIDTH - MARGIN_RIGHT + 30.0,
-                    WIDTH - MARGIN_RIGHT + 36.0,
+                    r#"<line x1="{lx:.1}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{}" stroke-width="3"{}/><text class="label" x="{:.1}" y="{:.1}" font-size="12">{}</text>"#,
+                    lx + 20.0,
+                    colour(k),
+                    dash_attribute(k),
+                    lx + 26.0,
                     ly + 4.0,
                     escape(name)
                 );
@@ -199,7 +238,7 @@ pub fn render(summary: &Summary) -> Option<String> {
         for i in (0..seconds).step_by(seconds.div_ceil(10).max(1)) {
             let _ = writeln!(
                 out,
-                r#"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle">{i}s</text>"#,
+                r#"<text class="tick" x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle">{i}s</text>"#,
                 x(i as f64),
                 bottom + 14.0
             );

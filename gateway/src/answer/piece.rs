@@ -1,0 +1,87 @@
+//! A piece of a subgraph's answer: the value of one root field or of one entity, in
+//! the tape of the response it came in, with the errors that concern it.
+//!
+//! Pieces are what the resolver cache keeps and what the response writer reads. A
+//! piece shares its response's [`Tape`] (a root field's value) or owns a copy of its
+//! part of it (an entity out of a batch, so a cached entity does not keep the whole
+//! batch alive). Its errors' paths are relative to the value: an empty path means
+//! the value itself failed.
+//!
+//! A piece also carries what the subgraph said about its freshness (its answer's
+//! `Cache-Control`, read by the `origin-ttl` strategy), and, when the cache served it
+//! in place of a failed fetch (`stale-if-error`), how long it had been stale: the
+//! response says so in its `extensions`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use cache_core::CacheDirectives;
+
+use crate::answer::tape::{JsonError, Tape, Value};
+use crate::upstream::UpstreamError;
+
+#[derive(Debug, Clone)]
+pub struct Piece {
+    tape: Arc<Tape>,
+    /// The value's index in the tape; `None` for null or absent.
+    node: Option<u32>,
+    pub errors: Arc<[UpstreamError]>,
+    /// The `Cache-Control` directives of the subgraph answer it came in.
+    pub cache_control: Option<CacheDirectives>,
+    /// Served in place of a failed fetch, this long after it stopped being fresh.
+    pub served_stale: Option<Duration>,
+}
+
+impl Piece {
+    pub fn new(tape: Arc<Tape>, node: Option<u32>, errors: Vec<UpstreamError>) -> Piece {
+        let node = node.filter(|&n| !tape.at(n).is_null());
+        Piece {
+            tape,
+            node,
+            errors: errors.into(),
+            cache_control: None,
+            served_stale: None,
+        }
+    }
+
+    /// The same piece, with the directives of the answer it came in.
+    pub fn with_cache_control(mut self, directives: Option<CacheDirectives>) -> Piece {
+        self.cache_control = directives;
+        self
+    }
+
+    /// The same piece, marked as served in place of a failed fetch, `stale_for` past
+    /// its freshness.
+    pub fn served_stale(&self, stale_for: Duration) -> Piece {
+        Piece {
+            served_stale: Some(stale_for),
+            ..self.clone()
+        }
+    }
+
+    /// A piece read back from its JSON text (from Redis); it has no errors.
+    pub fn from_json(bytes: Bytes) -> Result<Piece, JsonError> {
+        let tape = Arc::new(Tape::parse(bytes)?);
+        Ok(Piece::new(tape, Some(0), Vec::new()))
+    }
+
+    /// The value, `None` when null.
+    pub fn value(&self) -> Option<Value<'_>> {
+        self.node.map(|n| self.tape.at(n))
+    }
+
+    /// The value's JSON text (`null` when null).
+    pub fn json(&self) -> &[u8] {
+        self.value().map_or(b"null", |v| v.raw())
+    }
+
+    pub fn tape(&self) -> &Arc<Tape> {
+        &self.tape
+    }
+
+    /// Heap bytes it keeps alive (its tape may be shared with others).
+    pub fn heap_size(&self) -> usize {
+        self.tape.heap_size() + self.errors.len() * 64
+    }
+}

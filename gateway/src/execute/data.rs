@@ -1,0 +1,490 @@
+//! The response data one request has gathered: every subgraph answer as it came,
+//! and where each answer was merged.
+//!
+//! Nothing is copied into a tree. Each answer stays in its [`Tape`]; the request's
+//! data is the list of root objects (each root fetch's `data`) and, per object, the
+//! entity answers merged into it. One object of the response is therefore a *view*:
+//! the answer objects that stand at its place, in the order they arrived (an object
+//! a root fetch returned, then each entity answer for it, and, for nested objects,
+//! the values every one of those has under the same key). Reading a field reads it
+//! from each object of the view: a scalar from the first that has it, objects and
+//! lists merged again, element by element, which is the deep merge the federation
+//! spec asks for, done lazily.
+//!
+//! Entity answers are attached to a view's first object, which stays first however
+//! many answers join later (they are appended), so a later walk of the same path
+//! finds them. Both the walks that build entity representations ([`Data::targets`],
+//! [`Data::representation`]) and the response writer ([`crate::response`]) read
+//! the data this way.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use hive_router_query_planner::ast::selection_item::SelectionItem;
+
+use crate::answer::tape::{Kind, Tape, Value};
+use crate::fast_map::FastMap;
+use crate::plan::PathSegment;
+use crate::supergraph::Supergraph;
+use crate::upstream::PathItem;
+
+/// Index of a tape in [`Data`].
+pub type TapeId = u32;
+
+/// One value of one answer: its tape, and its index in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Node {
+    pub tape: TapeId,
+    pub index: u32,
+}
+
+/// The values at one place of the response, one per answer that has one (most
+/// places have one: only the first is held inline).
+#[derive(Debug, Clone, Default)]
+pub struct Nodes {
+    first: Option<Node>,
+    rest: Vec<Node>,
+}
+
+impl Nodes {
+    pub fn one(node: Node) -> Nodes {
+        Nodes {
+            first: Some(node),
+            rest: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, node: Node) {
+        match self.first {
+            None => self.first = Some(node),
+            Some(_) => self.rest.push(node),
+        }
+    }
+
+    pub fn first(&self) -> Option<Node> {
+        self.first
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = Node> + '_ {
+        self.first.into_iter().chain(self.rest.iter().copied())
+    }
+}
+
+/// One step of a place in the response, its keys borrowed from the plan.
+#[derive(Debug, Clone, Copy)]
+pub enum PathStep<'p> {
+    Key(&'p str),
+    Index(usize),
+}
+
+/// A place in the response as errors carry it.
+pub fn owned_path(path: &[PathStep<'_>]) -> Vec<PathItem> {
+    path.iter()
+        .map(|s| match s {
+            PathStep::Key(k) => PathItem::Key(k.to_string()),
+            PathStep::Index(i) => PathItem::Index(*i),
+        })
+        .collect()
+}
+
+/// An object to fetch entities for: its view, and its place in the response.
+pub struct Target<'p> {
+    pub view: Nodes,
+    pub path: Vec<PathStep<'p>>,
+}
+
+/// Everything one request's fetches found.
+#[derive(Default)]
+pub struct Data {
+    tapes: Vec<Arc<Tape>>,
+    roots: Nodes,
+    /// Per object, the entity answers merged into it, in order.
+    merges: FastMap<Node, Nodes>,
+    /// Per tape, whether some object of it has answers merged into it (objects of
+    /// other tapes need no look-up in `merges`).
+    merged_into: Vec<bool>,
+}
+
+impl Data {
+    pub fn add_tape(&mut self, tape: Arc<Tape>) -> TapeId {
+        self.tapes.push(tape);
+        self.merged_into.push(false);
+        (self.tapes.len() - 1) as TapeId
+    }
+
+    /// A root fetch's `data` object.
+    pub fn add_root(&mut self, node: Node) {
+        self.roots.push(node);
+    }
+
+    /// An entity answer for the object `target`.
+    pub fn merge(&mut self, target: Node, answer: Node) {
+        self.merged_into[target.tape as usize] = true;
+        self.merges.entry(target).or_default().push(answer);
+    }
+
+    pub fn value(&self, node: Node) -> Value<'_> {
+        self.tapes[node.tape as usize].at(node.index)
+    }
+
+    /// The root object's view.
+    pub fn root_view(&self) -> Nodes {
+        self.view_of(&self.roots)
+    }
+
+    /// The view of the objects in `nodes` (others are left out): each, then what
+    /// was merged into it, recursively.
+    pub fn view_of(&self, nodes: &Nodes) -> Nodes {
+        if let (Some(node), true) = (nodes.first, nodes.rest.is_empty()) {
+            // One object in an answer nothing was merged into: itself.
+            if !self.merged_into[node.tape as usize] {
+                return nodes.clone();
+            }
+        }
+        let mut view = Nodes::default();
+        for node in nodes.iter() {
+            if self.value(node).kind() == Kind::Object {
+                self.expand(node, &mut view, 0);
+            }
+        }
+        view
+    }
+
+    fn expand(&self, node: Node, out: &mut Nodes, depth: usize) {
+        out.push(node);
+        if depth > 64 || !self.merged_into[node.tape as usize] {
+            return;
+        }
+        if let Some(merged) = self.merges.get(&node) {
+            for m in merged.iter() {
+                self.expand(m, out, depth + 1);
+            }
+        }
+    }
+
+    /// Every non-null value under `key` in the objects of `view`, and whether some
+    /// object had it null.
+    pub fn member(&self, view: &Nodes, key: &str) -> (Nodes, bool) {
+        let mut found = Nodes::default();
+        let mut null = false;
+        for node in view.iter() {
+            if let Some(v) = self.value(node).get(key) {
+                if v.is_null() {
+                    null = true;
+                    continue;
+                }
+                let scalar = !matches!(v.kind(), Kind::Object | Kind::Array);
+                found.push(Node {
+                    tape: node.tape,
+                    index: v.index(),
+                });
+                if scalar && found.rest.is_empty() {
+                    // The first answer's scalar is the value: no other is read.
+                    return (found, null);
+                }
+            }
+        }
+        (found, null)
+    }
+
+    /// [`Data::member`], trying the member after `cursor` first when the view is
+    /// one object (members usually come in the order they are read).
+    pub fn member_from(&self, view: &Nodes, key: &str, cursor: &mut u32) -> (Nodes, bool) {
+        match (view.first, view.rest.is_empty()) {
+            (Some(node), true) => match self.value(node).get_from(key, cursor) {
+                Some(v) if v.is_null() => (Nodes::default(), true),
+                Some(v) => (
+                    Nodes::one(Node {
+                        tape: node.tape,
+                        index: v.index(),
+                    }),
+                    false,
+                ),
+                None => (Nodes::default(), false),
+            },
+            _ => self.member(view, key),
+        }
+    }
+
+    /// Item `i` of each list in `lists` that has one (the values at one place of a
+    /// merged list).
+    pub fn element(&self, lists: &Nodes, i: usize) -> Nodes {
+        let mut out = Nodes::default();
+        for list in lists.iter() {
+            if let Some(item) = self.value(list).items().nth(i) {
+                if !item.is_null() {
+                    out.push(Node {
+                        tape: list.tape,
+                        index: item.index(),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The length of a merged list: its first answer's.
+    pub fn list_len(&self, lists: &Nodes) -> usize {
+        lists.first().map_or(0, |l| self.value(l).items().count())
+    }
+
+    /// The object's type, from the `__typename`s of its view: the first that names
+    /// an object type (an interface object's answer names its interface), else the
+    /// first there is.
+    pub fn typename<'s>(&'s self, view: &Nodes, supergraph: &Supergraph) -> Option<Cow<'s, str>> {
+        if let (Some(node), true) = (view.first, view.rest.is_empty()) {
+            return self.value(node).get("__typename").and_then(|t| t.as_str());
+        }
+        let names: Vec<Cow<'s, str>> = view
+            .iter()
+            .filter_map(|node| self.value(node).get("__typename").and_then(|t| t.as_str()))
+            .collect();
+        match names.split_first() {
+            None => None,
+            Some((first, rest)) if rest.iter().all(|n| n == first) => Some(first.clone()),
+            Some((first, _)) => names
+                .iter()
+                .find(|n| supergraph.fields_of(n).is_some() && !supergraph.is_abstract(n))
+                .or(Some(first))
+                .cloned(),
+        }
+    }
+
+    /// The objects at `path`, each with its view and its place in the response.
+    pub fn targets<'p>(&self, path: &'p [PathSegment], supergraph: &Supergraph) -> Vec<Target<'p>> {
+        let mut out = Vec::new();
+        let mut at = Vec::new();
+        let root = self.root_view();
+        self.walk(&root, path, &mut at, supergraph, &mut out);
+        out
+    }
+
+    fn walk<'p>(
+        &self,
+        values: &Nodes,
+        path: &'p [PathSegment],
+        at: &mut Vec<PathStep<'p>>,
+        supergraph: &Supergraph,
+        out: &mut Vec<Target<'p>>,
+    ) {
+        let Some(first) = values.first() else {
+            return;
+        };
+        match self.value(first).kind() {
+            Kind::Array => {
+                // A list: each item (a `@` step, or a step that goes through it).
+                let rest = match path.first() {
+                    Some(PathSegment::List) => &path[1..],
+                    _ => path,
+                };
+                for i in 0..self.list_len(values) {
+                    at.push(PathStep::Index(i));
+                    self.walk(&self.element(values, i), rest, at, supergraph, out);
+                    at.pop();
+                }
+            }
+            Kind::Object => {
+                let view = self.view_of(values);
+                match path.first() {
+                    None => out.push(Target {
+                        view,
+                        path: at.clone(),
+                    }),
+                    Some(PathSegment::Field(key)) => {
+                        let (child, _) = self.member(&view, key);
+                        at.push(PathStep::Key(key));
+                        self.walk(&child, &path[1..], at, supergraph, out);
+                        at.pop();
+                    }
+                    Some(PathSegment::Types(types)) => {
+                        let matches = match self.typename(&view, supergraph) {
+                            Some(ty) => types.iter().any(|t| supergraph.satisfies(&ty, t)),
+                            None => true,
+                        };
+                        if matches {
+                            self.walk(values, &path[1..], at, supergraph, out);
+                        }
+                    }
+                    Some(PathSegment::List) => {}
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The representation of the object `view` for an entity fetch that requires
+    /// `requires` (`__typename`, key fields, `@requires` inputs), as JSON; `None`
+    /// when the object has none of the fields.
+    pub fn representation(
+        &self,
+        view: &Nodes,
+        requires: &[SelectionItem],
+        supergraph: &Supergraph,
+    ) -> Option<Vec<u8>> {
+        let mut out = Vec::with_capacity(64);
+        // An object type's answer may come without `__typename` (the fetch that would
+        // have asked for it was skipped): its requirement's type condition names it.
+        let ty = self.typename(view, supergraph).or_else(|| {
+            requires.iter().find_map(|i| match i {
+                SelectionItem::InlineFragment(f)
+                    if supergraph.fields_of(&f.type_condition).is_some()
+                        && !supergraph.is_abstract(&f.type_condition) =>
+                {
+                    Some(Cow::Borrowed(f.type_condition.as_str()))
+                }
+                _ => None,
+            })
+        });
+        out.push(b'{');
+        let mut first = true;
+        if let Some(t) = &ty {
+            out.extend_from_slice(b"\"__typename\":");
+            let _ = serde_json::to_writer(&mut out, t.as_ref());
+            first = false;
+        }
+        let mut wrote = false;
+        self.project(
+            view,
+            requires,
+            ty.as_deref(),
+            supergraph,
+            &mut out,
+            &mut first,
+            &mut wrote,
+        );
+        let only_typename = requires
+            .iter()
+            .all(|i| matches!(i, SelectionItem::Field(f) if f.name == "__typename"));
+        if !(wrote || only_typename && ty.is_some()) {
+            return None;
+        }
+        out.push(b'}');
+        Some(out)
+    }
+
+    /// Write the members of `requires` found in `view` (an object of type `ty`);
+    /// `first` says whether the object has no member yet, `wrote` is set when one
+    /// is written.
+    #[allow(clippy::too_many_arguments)]
+    fn project(
+        &self,
+        view: &Nodes,
+        requires: &[SelectionItem],
+        ty: Option<&str>,
+        supergraph: &Supergraph,
+        out: &mut Vec<u8>,
+        first: &mut bool,
+        wrote: &mut bool,
+    ) {
+        for item in requires {
+            match item {
+                SelectionItem::Field(f) => {
+                    if f.name == "__typename" {
+                        continue;
+                    }
+                    let key = f.selection_identifier();
+                    let (mut values, mut null) = self.member(view, &f.name);
+                    if values.is_empty() && !null && key != f.name {
+                        (values, null) = self.member(view, key);
+                    }
+                    if values.is_empty() && !null {
+                        continue;
+                    }
+                    let before = out.len();
+                    if !*first {
+                        out.push(b',');
+                    }
+                    let _ = serde_json::to_writer(&mut *out, key);
+                    out.push(b':');
+                    if values.is_empty() {
+                        out.extend_from_slice(b"null");
+                    } else if !self.projected(&values, &f.selections.items, supergraph, out) {
+                        out.truncate(before);
+                        continue;
+                    }
+                    *first = false;
+                    *wrote = true;
+                }
+                SelectionItem::InlineFragment(i) => {
+                    let applies = ty.is_none_or(|t| {
+                        supergraph.satisfies(t, &i.type_condition)
+                            || supergraph.satisfies(&i.type_condition, t)
+                    });
+                    if applies {
+                        self.project(view, &i.selections.items, ty, supergraph, out, first, wrote);
+                    }
+                }
+                // The planner writes requirements without fragment spreads.
+                SelectionItem::FragmentSpread(_) => {}
+            }
+        }
+    }
+
+    /// Write the value at `values` projected onto `selection` (as it is, for a
+    /// leaf); false when nothing of it could be written.
+    fn projected(
+        &self,
+        values: &Nodes,
+        selection: &[SelectionItem],
+        supergraph: &Supergraph,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        let Some(first) = values.first() else {
+            out.extend_from_slice(b"null");
+            return true;
+        };
+        let value = self.value(first);
+        match value.kind() {
+            Kind::Array => {
+                out.push(b'[');
+                for i in 0..self.list_len(values) {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    let item = self.element(values, i);
+                    if !self.projected(&item, selection, supergraph, out) {
+                        out.extend_from_slice(b"null");
+                    }
+                }
+                out.push(b']');
+                true
+            }
+            Kind::Object if !selection.is_empty() => {
+                let view = self.view_of(values);
+                let ty = self.typename(&view, supergraph);
+                let start = out.len();
+                out.push(b'{');
+                let mut first = true;
+                if let Some(t) = &ty {
+                    out.extend_from_slice(b"\"__typename\":");
+                    let _ = serde_json::to_writer(&mut *out, t.as_ref());
+                    first = false;
+                }
+                let mut wrote = false;
+                self.project(
+                    &view,
+                    selection,
+                    ty.as_deref(),
+                    supergraph,
+                    out,
+                    &mut first,
+                    &mut wrote,
+                );
+                if !wrote {
+                    out.truncate(start);
+                    return false;
+                }
+                out.push(b'}');
+                true
+            }
+            _ => {
+                out.extend_from_slice(value.raw());
+                true
+            }
+        }
+    }
+}

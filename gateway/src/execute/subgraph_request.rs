@@ -1,0 +1,233 @@
+//! One fetch's request to its subgraph, and its answer split into pieces.
+//!
+//! A [`SubgraphRequest`] owns everything its exchange needs (the plan, the
+//! request's input, the items), so the cache can run it for any subset of its
+//! items, at any time: the misses of a batch, or one stale entry's background
+//! refresh.
+//!
+//! - A root fetch is one item: its body as the plan prepared it (when it sends no
+//!   variables), or its query with the variables it uses. Its piece is the answer's
+//!   `data` object, with every error (paths from `data`).
+//! - An entity fetch has one item per distinct representation, in its group (one
+//!   aliased `_entities` field); the request carries each group's asked
+//!   representations in the group's variable (an empty list for a group with none
+//!   asked). Entity `j` asked of a group is item `j` of `data.<alias>`, copied into
+//!   a tape of its own (so that a cached entity does not keep the whole answer
+//!   alive), with the errors whose path starts `<alias>, j` (made relative to it)
+//!   and those that name no entity.
+//!
+//! The planner's output rewrites are applied to the answer before it is read.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+
+use super::rewrites;
+use crate::answer::piece::Piece;
+use crate::answer::tape::{Tape, Value};
+use crate::plan::{Fetch, FetchId, FetchKind, Plan};
+use crate::server::request::RequestInput;
+use crate::supergraph::Supergraph;
+use crate::upstream::{
+    request_body, FetchError, PathItem, SubgraphRequest as Exchange, Upstream, UpstreamError,
+    UpstreamResponse,
+};
+
+/// One item of an entity fetch: its group, and its representation.
+#[derive(Debug, Clone)]
+pub struct Item {
+    pub group: u32,
+    pub representation: Bytes,
+}
+
+/// A fetch's request, for some of its items.
+pub struct SubgraphRequest {
+    pub upstream: Arc<Upstream>,
+    pub supergraph: Arc<Supergraph>,
+    pub plan: Arc<Plan>,
+    pub input: Arc<RequestInput>,
+    pub fetch: FetchId,
+    /// An entity fetch's items (none for a root fetch).
+    pub items: Vec<Item>,
+}
+
+impl SubgraphRequest {
+    fn fetch_def(&self) -> &Fetch {
+        &self.plan.fetches[self.fetch as usize]
+    }
+
+    /// Send the items at `asked` as one request; one answer per asked item, in
+    /// order.
+    ///
+    /// The future is boxed: it holds the upstream exchange (kilobytes of state), and
+    /// only a leader's fetch ever creates it, so a hit or a deduplicated follower
+    /// neither carries nor copies that state through its own futures.
+    pub fn send(
+        self: Arc<Self>,
+        asked: Vec<usize>,
+    ) -> BoxFuture<'static, Vec<Result<Piece, FetchError>>> {
+        Box::pin(async move {
+            let fetch = self.fetch_def();
+            let body = match &fetch.kind {
+                FetchKind::Root(_) => self.root_body(),
+                FetchKind::Entities(groups) => self.entities_body(groups.len(), &asked),
+            };
+            let exchange = Exchange {
+                subgraph: fetch.subgraph,
+                body,
+                authorization: self.input.authorization.as_ref(),
+                mutation: fetch.mutation,
+            };
+            match self.upstream.send(exchange).await {
+                Err(e) => asked.iter().map(|_| Err(e.clone())).collect(),
+                Ok(response) => match &fetch.kind {
+                    FetchKind::Root(root) => {
+                        vec![Ok(self.root_piece(response, &root.output_rewrites))]
+                    }
+                    FetchKind::Entities(_) => self.entity_pieces(&asked, response),
+                },
+            }
+        })
+    }
+
+    /// Write `"name":value` for each of the fetch's variables the client sent.
+    fn write_variables(&self, out: &mut Vec<u8>, mut first: bool) {
+        for name in &self.fetch_def().variables {
+            if let Some(value) = self.input.variable(name) {
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                let _ = serde_json::to_writer(&mut *out, name.as_str());
+                out.push(b':');
+                let _ = serde_json::to_writer(&mut *out, value);
+            }
+        }
+    }
+
+    fn root_body(&self) -> Bytes {
+        let fetch = self.fetch_def();
+        if !fetch.body.is_empty() {
+            return fetch.body.clone();
+        }
+        request_body(
+            &fetch.query,
+            Some(&|out: &mut Vec<u8>| self.write_variables(out, true)),
+        )
+    }
+
+    fn entities_body(&self, groups: usize, asked: &[usize]) -> Bytes {
+        let FetchKind::Entities(defs) = &self.fetch_def().kind else {
+            return Bytes::new();
+        };
+        let write = |out: &mut Vec<u8>| {
+            for (g, def) in defs.iter().enumerate().take(groups) {
+                if g > 0 {
+                    out.push(b',');
+                }
+                let _ = serde_json::to_writer(&mut *out, &*def.variable);
+                out.extend_from_slice(b":[");
+                let mut n = 0;
+                for &a in asked {
+                    let item = &self.items[a];
+                    if item.group as usize == g {
+                        if n > 0 {
+                            out.push(b',');
+                        }
+                        n += 1;
+                        out.extend_from_slice(&item.representation);
+                    }
+                }
+                out.push(b']');
+            }
+            self.write_variables(out, groups == 0);
+        };
+        request_body(&self.fetch_def().query, Some(&write))
+    }
+
+    /// The piece of a root fetch: the answer's `data`, every error with it.
+    fn root_piece(&self, response: UpstreamResponse, rewrites: &[rewrites::Rewrite]) -> Piece {
+        let (tape, data) = if rewrites.is_empty() || response.data.is_none() {
+            (response.tape.clone(), response.data)
+        } else {
+            let raw = response.tape.at(response.data.unwrap_or(0)).raw();
+            let text = rewrites::apply_to_text(rewrites, raw, &self.supergraph);
+            match Tape::parse(Bytes::from(text)) {
+                Ok(tape) => (Arc::new(tape), Some(0)),
+                Err(_) => (response.tape.clone(), response.data),
+            }
+        };
+        Piece::new(tape, data, response.errors).with_cache_control(response.cache_control)
+    }
+
+    /// Each asked entity's value and errors, in `asked` order.
+    fn entity_pieces(
+        &self,
+        asked: &[usize],
+        response: UpstreamResponse,
+    ) -> Vec<Result<Piece, FetchError>> {
+        let FetchKind::Entities(groups) = &self.fetch_def().kind else {
+            return Vec::new();
+        };
+        let data = response.data.map(|d| response.tape.at(d));
+        // Per group, its answer list, and how many of its items came before.
+        let lists: Vec<Vec<Value<'_>>> = groups
+            .iter()
+            .map(|g| {
+                data.and_then(|d| d.get(&g.alias))
+                    .map(|l| l.items().collect())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let mut seen = vec![0usize; groups.len()];
+        asked
+            .iter()
+            .map(|&a| {
+                let g = self.items[a].group as usize;
+                let j = seen[g];
+                seen[g] += 1;
+                let alias = &*groups[g].alias;
+                let errors = relative_errors(&response.errors, |path| match path {
+                    [PathItem::Key(k), PathItem::Index(i), rest @ ..] if k == alias => {
+                        (*i == j).then_some(rest)
+                    }
+                    [PathItem::Key(k), ..] if groups.iter().any(|g| *g.alias == **k) => None,
+                    _ => Some(&[][..]),
+                });
+                let piece = match lists[g].get(j) {
+                    Some(value) if !value.is_null() => {
+                        let rewrites = &groups[g].output_rewrites;
+                        let tape = if rewrites.is_empty() {
+                            value.to_tape()
+                        } else {
+                            let text =
+                                rewrites::apply_to_text(rewrites, value.raw(), &self.supergraph);
+                            Tape::parse(Bytes::from(text)).unwrap_or_else(|_| value.to_tape())
+                        };
+                        Piece::new(Arc::new(tape), Some(0), errors)
+                    }
+                    _ => Piece::new(response.tape.clone(), None, errors),
+                };
+                Ok(piece.with_cache_control(response.cache_control))
+            })
+            .collect()
+    }
+}
+
+/// The errors `belongs` accepts, with the path it returns (relative to the piece).
+fn relative_errors<'e>(
+    errors: &'e [UpstreamError],
+    belongs: impl Fn(&'e [PathItem]) -> Option<&'e [PathItem]>,
+) -> Vec<UpstreamError> {
+    errors
+        .iter()
+        .filter_map(|e| {
+            belongs(&e.path).map(|rest| UpstreamError {
+                message: e.message.clone(),
+                path: rest.to_vec(),
+                extensions: e.extensions.clone(),
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,576 @@
+//! The response body, written from the subgraphs' raw JSON in the order the query
+//! asked for its fields.
+//!
+//! [`write()`] walks the plan's shape ([`crate::plan::Selection`]) and the data
+//! execution gathered ([`crate::execute::data`]) together: each object of the
+//! response is a view of the answers merged at its place, its concrete type is
+//! the one its `__typename` names (which picks the shape's variant for an
+//! interface or union), and leaves are copied as the subgraph wrote them once they
+//! are of their type's kind (a built-in scalar's JSON kind, one of an enum's public
+//! values).
+//!
+//! Errors: those execution recorded come first, at their paths (a subgraph's own,
+//! and a failed fetch's at every field or object it was for). The writer adds its
+//! own where the data breaks the schema: a null where the type forbids one (which
+//! nulls the nearest nullable parent, as GraphQL requires; the rest of the object
+//! is still walked for errors), a value of the wrong kind, and a field that no
+//! answer holds and no error explains. That last one is the gateway's guard
+//! against answering wrong data silently: a field it failed to fetch is never a
+//! quiet `null`.
+//!
+//! A field answered from an entry the cache served in place of a failed fetch
+//! (`stale-if-error`) is named in the response's `extensions`:
+//! `"extensions":{"staleIfError":[{"path":["getPost"],"staleSeconds":3.2}]}`, with how
+//! long past its freshness the entry was.
+
+mod introspection;
+
+use async_graphql::ServerError;
+use async_graphql_parser::Pos;
+
+use crate::answer::tape::Kind;
+use crate::execute::data::{Data, Nodes};
+use crate::execute::{FoundError, Outcome};
+use crate::plan::{FieldKind, OutField, Plan, Scalar, Selection, Variant};
+use crate::server::request::RequestInput;
+use crate::supergraph::Supergraph;
+use crate::upstream::PathItem;
+
+/// `{"data":…,"errors":[…]}` for an executed operation; returns whether it has
+/// errors.
+pub fn write(
+    out: &mut Vec<u8>,
+    plan: &Plan,
+    outcome: &Outcome,
+    input: &RequestInput,
+    supergraph: &Supergraph,
+) -> bool {
+    let mut writer = Writer {
+        plan,
+        outcome,
+        data: &outcome.data,
+        input,
+        supergraph,
+        path: Vec::with_capacity(8),
+        errors: Vec::new(),
+        count: 0,
+    };
+    for e in outcome.errors.iter().filter(|e| !e.failed_fetch) {
+        writer.found_error(e);
+    }
+    if let Some(response) = &outcome.introspection {
+        for error in &response.errors {
+            writer.separator();
+            let _ = serde_json::to_writer(&mut writer.errors, error);
+        }
+    }
+    out.extend_from_slice(b"{\"data\":");
+    let start = out.len();
+    if !writer.root(out) {
+        out.truncate(start);
+        out.extend_from_slice(b"null");
+    }
+    let failed = writer.count > 0;
+    if failed {
+        out.extend_from_slice(b",\"errors\":[");
+        out.extend_from_slice(&writer.errors);
+        out.push(b']');
+    }
+    if !outcome.stale.is_empty() {
+        out.extend_from_slice(b",\"extensions\":{\"staleIfError\":[");
+        for (i, (path, stale_for)) in outcome.stale.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"{\"path\":");
+            write_path(out, &[], path);
+            out.extend_from_slice(
+                format!(",\"staleSeconds\":{:.3}}}", stale_for.as_secs_f64()).as_bytes(),
+            );
+        }
+        out.extend_from_slice(b"]}");
+    }
+    out.push(b'}');
+    failed
+}
+
+/// `{"errors":[…]}` for a request that was not executed.
+pub fn write_errors(out: &mut Vec<u8>, errors: &[ServerError]) {
+    out.extend_from_slice(b"{\"errors\":");
+    // ServerErrors always serialize.
+    let _ = serde_json::to_writer(&mut *out, errors);
+    out.push(b'}');
+}
+
+/// What execution recorded about a place of the response.
+enum Explanation<'a> {
+    None,
+    /// A subgraph's error, already in the response.
+    Reported,
+    /// A fetch for it failed with this message.
+    Failed(&'a str),
+}
+
+/// One step of a response path.
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+struct Writer<'a> {
+    plan: &'a Plan,
+    outcome: &'a Outcome,
+    data: &'a Data,
+    input: &'a RequestInput,
+    supergraph: &'a Supergraph,
+    path: Vec<Step<'a>>,
+    /// The errors' JSON, comma-separated.
+    errors: Vec<u8>,
+    count: usize,
+}
+
+impl<'a> Writer<'a> {
+    fn separator(&mut self) {
+        if self.count > 0 {
+            self.errors.push(b',');
+        }
+        self.count += 1;
+    }
+
+    fn found_error(&mut self, e: &FoundError) {
+        self.separator();
+        let out = &mut self.errors;
+        out.extend_from_slice(b"{\"message\":");
+        let _ = serde_json::to_writer(&mut *out, &e.message);
+        if !e.path.is_empty() {
+            out.extend_from_slice(b",\"path\":");
+            write_path(out, &[], &e.path);
+        }
+        if let Some(extensions) = &e.extensions {
+            out.extend_from_slice(b",\"extensions\":");
+            let _ = serde_json::to_writer(&mut *out, extensions);
+        }
+        out.push(b'}');
+    }
+
+    /// Report `message` at the current path.
+    fn error(&mut self, message: &str, at: Option<Pos>) {
+        self.separator();
+        let out = &mut self.errors;
+        out.extend_from_slice(b"{\"message\":");
+        let _ = serde_json::to_writer(&mut *out, message);
+        if let Some(pos) = at {
+            out.extend_from_slice(
+                format!(
+                    ",\"locations\":[{{\"line\":{},\"column\":{}}}]",
+                    pos.line, pos.column
+                )
+                .as_bytes(),
+            );
+        }
+        out.extend_from_slice(b",\"path\":");
+        write_path(out, &self.path, &[]);
+        out.push(b'}');
+    }
+
+    /// What execution recorded about the current path: a subgraph error at it, above
+    /// or below it (already reported), or a failed fetch for it or an object above
+    /// it (to report here).
+    fn explanation(&self) -> Explanation<'a> {
+        let mut found = Explanation::None;
+        for e in &self.outcome.errors {
+            let related = e.path.iter().zip(&self.path).all(|(a, b)| match (a, b) {
+                (PathItem::Key(k), Step::Key(s)) => k == s,
+                (PathItem::Index(i), Step::Index(j)) => i == j,
+                _ => false,
+            });
+            if !related {
+                continue;
+            }
+            if !e.failed_fetch {
+                return Explanation::Reported;
+            }
+            if e.path.len() <= self.path.len() {
+                found = Explanation::Failed(&e.message);
+            }
+        }
+        found
+    }
+
+    /// Report what leaves the current field without a value: the failed fetch that
+    /// explains it, or `message` when nothing does (a subgraph's own error explains
+    /// it without another).
+    fn unexplained(&mut self, message: impl FnOnce() -> String, at: Pos) {
+        match self.explanation() {
+            Explanation::Reported => {}
+            Explanation::Failed(failure) => self.error(failure, Some(at)),
+            Explanation::None => self.error(&message(), Some(at)),
+        }
+    }
+
+    fn root(&mut self, out: &mut Vec<u8>) -> bool {
+        let plan = self.plan;
+        let Some(variant) = plan.root.only() else {
+            out.extend_from_slice(b"null");
+            return false;
+        };
+        let view = self.data.root_view();
+        self.fields(out, variant, &view)
+    }
+
+    /// Write the object `view` with `selection`. False when a non-null field is
+    /// null: the caller must null the object.
+    fn object(&mut self, out: &mut Vec<u8>, selection: &'a Selection, view: &Nodes) -> bool {
+        let supergraph = self.supergraph;
+        let chosen = match selection.only() {
+            Some(v) if !selection.is_abstract => Ok(v),
+            _ => match self.data.typename(view, supergraph) {
+                Some(t) => match selection.variant(&t) {
+                    Some(v) => Ok(v),
+                    // An interface object's answer names its interface.
+                    None if supergraph.is_abstract(&t) => {
+                        selection.common.as_ref().ok_or_else(|| {
+                            format!(
+                                "no subgraph answer names the concrete type of this {t}"
+                            )
+                        })
+                    }
+                    None if supergraph.fields_of(&t).is_some() => Err(format!(
+                        "a subgraph returned an object of type {t}, which {} cannot hold",
+                        selection.type_name
+                    )),
+                    // A type the public schema hides (`@inaccessible`) or does not have.
+                    None => Err(format!(
+                        "a subgraph returned an object of type {t}, which the schema does not expose"
+                    )),
+                },
+                None => selection.common.as_ref().ok_or_else(|| {
+                    format!(
+                        "a subgraph returned an object of {} without its __typename",
+                        selection.type_name
+                    )
+                }),
+            },
+        };
+        let variant = match chosen {
+            Ok(v) => v,
+            Err(message) => {
+                match self.explanation() {
+                    Explanation::Reported => {}
+                    Explanation::Failed(failure) => self.error(failure, None),
+                    Explanation::None => self.error(&message, None),
+                }
+                return false;
+            }
+        };
+        self.fields(out, variant, view)
+    }
+
+    fn fields(&mut self, out: &mut Vec<u8>, variant: &'a Variant, view: &Nodes) -> bool {
+        out.push(b'{');
+        let mut ok = true;
+        // Members usually come in the order the fields are asked for: each lookup
+        // tries the member after the last one found first.
+        let mut cursor = 0u32;
+        for (i, field) in variant.fields.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            key(out, &field.key);
+            self.path.push(Step::Key(&field.key));
+            let field_ok = match &field.kind {
+                FieldKind::Typename => {
+                    string(out, &variant.type_name);
+                    true
+                }
+                FieldKind::Introspection => {
+                    introspection::write(
+                        out,
+                        self.outcome.introspection.as_ref(),
+                        self.plan.introspection.as_deref(),
+                        &self.input.graphql_variables,
+                        &field.key,
+                    );
+                    true
+                }
+                FieldKind::Leaf(_) | FieldKind::Enum(_) | FieldKind::Object(_) => {
+                    let (values, null) = self.data.member_from(view, &field.key, &mut cursor);
+                    if values.is_empty() {
+                        if !null {
+                            self.unexplained(
+                                || {
+                                    format!(
+                                        "{} could not be resolved: no subgraph answer holds it",
+                                        field.coordinate
+                                    )
+                                },
+                                field.pos,
+                            );
+                            out.extend_from_slice(b"null");
+                            field.shape.nullable(0)
+                        } else {
+                            self.null_at(out, field, 0)
+                        }
+                    } else {
+                        self.value(out, &values, field, 0)
+                    }
+                }
+            };
+            self.path.pop();
+            ok &= field_ok;
+        }
+        out.push(b'}');
+        ok
+    }
+
+    /// Write the value at `values` at list level `level` of `field`'s type. False
+    /// when it is null (after propagation) where the type forbids it.
+    fn value(
+        &mut self,
+        out: &mut Vec<u8>,
+        values: &Nodes,
+        field: &'a OutField,
+        level: usize,
+    ) -> bool {
+        let Some(first) = values.first() else {
+            return self.null_at(out, field, level);
+        };
+        let value = self.data.value(first);
+        let start = out.len();
+        let errors_before = self.count;
+        if field.shape.is_list(level) {
+            if value.kind() != Kind::Array {
+                return self.mismatch(out, field, level, "a list");
+            }
+            out.push(b'[');
+            let mut ok = true;
+            for i in 0..self.data.list_len(values) {
+                if i > 0 {
+                    out.push(b',');
+                }
+                self.path.push(Step::Index(i));
+                let item = self.data.element(values, i);
+                ok &= self.value(out, &item, field, level + 1);
+                self.path.pop();
+            }
+            out.push(b']');
+            if ok {
+                return true;
+            }
+        } else if let FieldKind::Object(selection) = &field.kind {
+            if value.kind() != Kind::Object {
+                return self.mismatch(out, field, level, "an object");
+            }
+            let view = self.data.view_of(values);
+            if self.object(out, selection, &view) {
+                return true;
+            }
+        } else if let FieldKind::Enum(values) = &field.kind {
+            let name = value.as_str();
+            let known = name
+                .as_deref()
+                .is_some_and(|n| values.binary_search_by(|v| (**v).cmp(n)).is_ok());
+            if !known {
+                let message = format!(
+                    "{} returned {}, which its enum type does not have",
+                    field.coordinate,
+                    String::from_utf8_lossy(value.raw())
+                );
+                self.error(&message, Some(field.pos));
+                out.extend_from_slice(b"null");
+                return field.shape.nullable(level);
+            }
+            out.extend_from_slice(value.raw());
+            return true;
+        } else if let FieldKind::Leaf(scalar) = &field.kind {
+            return match leaf(*scalar, &value) {
+                Leaf::AsIs => {
+                    out.extend_from_slice(value.raw());
+                    true
+                }
+                Leaf::Quoted => {
+                    out.push(b'"');
+                    out.extend_from_slice(value.raw());
+                    out.push(b'"');
+                    true
+                }
+                Leaf::Wrong(expected) => self.mismatch(out, field, level, expected),
+            };
+        } else {
+            out.extend_from_slice(value.raw());
+            return true;
+        }
+        out.truncate(start);
+        if self.count > errors_before {
+            // What nulled a field inside is reported already; the null it leaves here
+            // adds no error of its own (GraphQL reports a field error once).
+            out.extend_from_slice(b"null");
+            return field.shape.nullable(level);
+        }
+        self.null_at(out, field, level)
+    }
+
+    fn mismatch(
+        &mut self,
+        out: &mut Vec<u8>,
+        field: &OutField,
+        level: usize,
+        expected: &str,
+    ) -> bool {
+        let message = format!(
+            "a subgraph returned something other than {expected} for {}",
+            field.coordinate
+        );
+        self.error(&message, Some(field.pos));
+        out.extend_from_slice(b"null");
+        field.shape.nullable(level)
+    }
+
+    /// Write null at list level `level` of `field`; false (with an error, unless one
+    /// explains it) where the type forbids null.
+    fn null_at(&mut self, out: &mut Vec<u8>, field: &OutField, level: usize) -> bool {
+        out.extend_from_slice(b"null");
+        let nullable = field.shape.nullable(level);
+        if !nullable {
+            self.unexplained(
+                || {
+                    format!(
+                        "Cannot return null for non-nullable field {}",
+                        field.coordinate
+                    )
+                },
+                field.pos,
+            );
+        }
+        nullable
+    }
+}
+
+/// What a subgraph's value for a scalar becomes.
+enum Leaf {
+    AsIs,
+    /// An integer `ID`, written as the string it stands for.
+    Quoted,
+    /// Not a value of the scalar: what one would be.
+    Wrong(&'static str),
+}
+
+/// Whether `value` is a value of `scalar` (a custom scalar takes any).
+fn leaf(scalar: Scalar, value: &crate::answer::tape::Value<'_>) -> Leaf {
+    // A JSON number without fraction or exponent, within 32 bits.
+    let integer = |raw: &[u8]| {
+        std::str::from_utf8(raw)
+            .ok()
+            .and_then(|t| t.parse::<i32>().ok())
+            .is_some()
+    };
+    // Any JSON integer (an `ID` may be a large one).
+    let whole = |raw: &[u8]| {
+        let digits = raw.strip_prefix(b"-").unwrap_or(raw);
+        !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)
+    };
+    let kind = value.kind();
+    let string = matches!(kind, Kind::PlainString | Kind::EscapedString);
+    match scalar {
+        Scalar::Custom => Leaf::AsIs,
+        Scalar::String if string => Leaf::AsIs,
+        Scalar::String => Leaf::Wrong("a String"),
+        Scalar::Boolean if kind == Kind::Bool => Leaf::AsIs,
+        Scalar::Boolean => Leaf::Wrong("a Boolean"),
+        Scalar::Float if kind == Kind::Number => Leaf::AsIs,
+        Scalar::Float => Leaf::Wrong("a Float"),
+        Scalar::Int if kind == Kind::Number && integer(value.raw()) => Leaf::AsIs,
+        Scalar::Int => Leaf::Wrong("an Int (a 32-bit integer)"),
+        Scalar::Id if string => Leaf::AsIs,
+        Scalar::Id if kind == Kind::Number && whole(value.raw()) => Leaf::Quoted,
+        Scalar::Id => Leaf::Wrong("an ID"),
+    }
+}
+
+/// A response path as a JSON array: the writer's steps, then `rest`.
+fn write_path(out: &mut Vec<u8>, steps: &[Step<'_>], rest: &[PathItem]) {
+    out.push(b'[');
+    let mut first = true;
+    let mut comma = |out: &mut Vec<u8>| {
+        if !std::mem::take(&mut first) {
+            out.push(b',');
+        }
+    };
+    for step in steps {
+        comma(out);
+        match step {
+            Step::Key(k) => {
+                let _ = serde_json::to_writer(&mut *out, k);
+            }
+            Step::Index(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        }
+    }
+    for item in rest {
+        comma(out);
+        match item {
+            PathItem::Key(k) => {
+                let _ = serde_json::to_writer(&mut *out, k);
+            }
+            PathItem::Index(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        }
+    }
+    out.push(b']');
+}
+
+/// `"key":` (response keys are GraphQL names: nothing to escape).
+fn key(out: &mut Vec<u8>, key: &str) {
+    string(out, key);
+    out.push(b':');
+}
+
+/// A GraphQL name as a JSON string.
+fn string(out: &mut Vec<u8>, name: &str) {
+    out.push(b'"');
+    out.extend_from_slice(name.as_bytes());
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{leaf, Leaf, Scalar};
+    use crate::answer::tape::Tape;
+
+    /// What the writer does with the JSON `text` as a value of `scalar`.
+    fn of(scalar: Scalar, text: &'static str) -> &'static str {
+        let tape = Tape::parse(bytes::Bytes::from_static(text.as_bytes())).unwrap();
+        match leaf(scalar, &tape.root()) {
+            Leaf::AsIs => "as is",
+            Leaf::Quoted => "quoted",
+            Leaf::Wrong(_) => "wrong",
+        }
+    }
+
+    #[test]
+    fn built_in_scalars_take_their_json_kind_only() {
+        let cases = [
+            (Scalar::Int, "7", "as is"),
+            (Scalar::Int, "-2147483648", "as is"),
+            (Scalar::Int, "2147483648", "wrong"),
+            (Scalar::Int, "7.0", "wrong"),
+            (Scalar::Int, "1e3", "wrong"),
+            (Scalar::Int, "\"7\"", "wrong"),
+            (Scalar::Float, "7", "as is"),
+            (Scalar::Float, "0.5", "as is"),
+            (Scalar::Float, "true", "wrong"),
+            (Scalar::String, "\"a\\nb\"", "as is"),
+            (Scalar::String, "1", "wrong"),
+            (Scalar::Boolean, "false", "as is"),
+            (Scalar::Boolean, "0", "wrong"),
+            (Scalar::Id, "\"u1\"", "as is"),
+            (Scalar::Id, "12345678901234", "quoted"),
+            (Scalar::Id, "-3", "quoted"),
+            (Scalar::Id, "1.5", "wrong"),
+            (Scalar::Id, "[1]", "wrong"),
+            (Scalar::Custom, "{\"any\":[1]}", "as is"),
+        ];
+        for (scalar, text, expected) in cases {
+            assert_eq!(of(scalar, text), expected, "{scalar:?} {text}");
+        }
+    }
+}

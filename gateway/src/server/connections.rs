@@ -1,0 +1,117 @@
+//! Connections: accept them within the connection limit, serve each with hyper, and
+//! drain them all when the server is asked to stop.
+//!
+//! Each connection is a task in a `JoinSet` owned by [`serve`]; dropping that future
+//! closes every connection with it. A connection past `--max-connections` is not
+//! served: it is written a complete `503` with `Retry-After` and `connection: close`
+//! (one non-blocking write into a fresh socket's buffer) and closed lingering, so the
+//! client reads the refusal instead of a reset ([`crate::server::linger`]).
+//!
+//! **The drain.** When `shutdown` resolves (SIGTERM or SIGINT in the gateway process):
+//! 1. the listener is dropped, so new connections are refused by the kernel at once;
+//! 2. every connection is told to shut down gracefully: an idle keep-alive connection
+//!    closes now; one with a request in progress finishes that answer, sent with
+//!    `connection: close`, then closes;
+//! 3. after the drain timeout, whatever is still open (a request stuck on a subgraph
+//!    that hangs, say) is cut, so a drain always ends.
+//!
+//! The subgraphs drain the same way (`subgraph_host::server`).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use crate::server::linger::{linger, Lingering};
+use crate::server::load::{connection_refusal, Load};
+use crate::server::Service;
+
+/// How connections are served and drained.
+#[derive(Debug, Clone, Copy)]
+pub struct ServeOptions {
+    /// Time a client has to send a request's headers.
+    pub header_read_timeout: Duration,
+    /// Longest wait for requests in progress once the drain begins.
+    pub drain_timeout: Duration,
+}
+
+/// How a drain ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Drained {
+    /// Connections still open when the drain timeout ran out, closed unanswered.
+    pub cut: usize,
+}
+
+/// Accept connections on `listener` and serve `service` (within `load`'s connection
+/// limit) until `shutdown` resolves, then drain. Returns once every connection is
+/// closed.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    service: Service,
+    load: Arc<Load>,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()>,
+) -> Drained {
+    let (draining_tx, draining) = watch::channel(false);
+    let mut connections = tokio::task::JoinSet::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        while connections.try_join_next().is_some() {}
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off, keep serving.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let Some(seat) = load.admit_connection() else {
+            refuse(stream, &load);
+            continue;
+        };
+        let service = service.clone();
+        let mut draining = draining.clone();
+        let io = TokioIo::new(Lingering::new(stream, load.lingering.clone()));
+        connections.spawn(async move {
+            let _seat = seat;
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(options.header_read_timeout)
+                .keep_alive(true)
+                .serve_connection(io, service);
+            let mut conn = std::pin::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => return,
+                _ = draining.wait_for(|d| *d) => conn.as_mut().graceful_shutdown(),
+            }
+            let _ = conn.await;
+        });
+    }
+    drop(listener);
+    let _ = draining_tx.send(true);
+    let all_closed = async { while connections.join_next().await.is_some() {} };
+    match tokio::time::timeout(options.drain_timeout, all_closed).await {
+        Ok(()) => Drained { cut: 0 },
+        Err(_) => {
+            let cut = connections.len();
+            connections.shutdown().await;
+            Drained { cut }
+        }
+    }
+}
+
+/// Answer a connection past the limit with a `503` and close it lingering.
+fn refuse(stream: TcpStream, load: &Load) {
+    let answer = connection_refusal();
+    if matches!(stream.try_write(&answer), Ok(n) if n == answer.len()) {
+        linger(stream, load.lingering.clone());
+    }
+}

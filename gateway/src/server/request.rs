@@ -1,0 +1,372 @@
+//! Request decoding and limits: from an HTTP request to a GraphQL request, or a 4xx.
+//!
+//! Everything here runs before any GraphQL work: the body's size and the time it
+//! takes to arrive, its content type, its JSON shape, what the client accepts, and
+//! the nesting depth of the query text (so the parser never recurses deeper than the
+//! depth limit allows). Status codes follow the GraphQL-over-HTTP spec: a request
+//! that is not a GraphQL request at all gets a 4xx with a message naming what is
+//! wrong.
+//!
+//! The body is decoded without building a JSON tree: the query borrows from the body
+//! when it has no escapes, and `variables` is parsed only when present.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::{header, HeaderMap, StatusCode};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// Limits on what a client may send.
+#[derive(Debug, Clone)]
+pub struct RequestLimits {
+    pub max_body_bytes: usize,
+    /// Maximum nesting of `{`, `(` and `[` in the query text.
+    pub max_text_nesting: usize,
+    pub body_read_timeout: Duration,
+    pub header_read_timeout: Duration,
+    pub request_timeout: Duration,
+}
+
+/// A request that never reached GraphQL execution.
+pub struct Rejection {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+impl Rejection {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Rejection {
+            status,
+            message: message.into(),
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Rejection::new(StatusCode::BAD_REQUEST, message)
+    }
+}
+
+pub const GRAPHQL_RESPONSE_JSON: &str = "application/graphql-response+json";
+pub const JSON: &str = "application/json";
+
+/// The media type the client gets, from its `Accept` header.
+#[derive(Clone, Copy, PartialEq)]
+pub enum MediaType {
+    Json,
+    GraphqlResponseJson,
+}
+
+impl MediaType {
+    pub fn negotiate(headers: &HeaderMap) -> Result<MediaType, Rejection> {
+        let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
+            return Ok(MediaType::Json);
+        };
+        let mut json = false;
+        let mut any = false;
+        for item in accept.split(',') {
+            let media = item.split(';').next().unwrap_or("").trim();
+            match media {
+                GRAPHQL_RESPONSE_JSON => return Ok(MediaType::GraphqlResponseJson),
+                JSON => json = true,
+                "*/*" | "application/*" | "" => any = true,
+                _ => {}
+            }
+        }
+        if json || any {
+            Ok(MediaType::Json)
+        } else {
+            Err(Rejection::new(
+                StatusCode::NOT_ACCEPTABLE,
+                format!("Accept: {accept} — this server answers {JSON} or {GRAPHQL_RESPONSE_JSON}"),
+            ))
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MediaType::Json => "application/json",
+            MediaType::GraphqlResponseJson => "application/graphql-response+json; charset=utf-8",
+        }
+    }
+}
+
+/// A GraphQL request as the client sent it.
+pub struct GraphqlRequest<'b> {
+    pub query: Cow<'b, str>,
+    /// The `variables` object, when sent and not null.
+    pub variables: Option<serde_json::Map<String, serde_json::Value>>,
+    pub operation_name: Option<Cow<'b, str>>,
+}
+
+/// The members of a JSON body, each left raw until its type is checked.
+#[derive(Deserialize)]
+struct Members<'b> {
+    #[serde(borrow)]
+    query: Option<&'b RawValue>,
+    #[serde(borrow)]
+    variables: Option<&'b RawValue>,
+    #[serde(borrow, rename = "operationName")]
+    operation_name: Option<&'b RawValue>,
+    #[serde(borrow)]
+    extensions: Option<&'b RawValue>,
+}
+
+/// A string member, borrowed from the body when it has no escapes.
+fn string<'b>(raw: &'b RawValue) -> Option<Cow<'b, str>> {
+    #[derive(Deserialize)]
+    struct Text<'b>(#[serde(borrow)] Cow<'b, str>);
+    serde_json::from_str::<Text<'b>>(raw.get())
+        .ok()
+        .map(|t| t.0)
+}
+
+fn is_null(raw: &RawValue) -> bool {
+    raw.get() == "null"
+}
+
+impl<'b> GraphqlRequest<'b> {
+    pub fn from_json(body: &'b [u8]) -> Result<Self, Rejection> {
+        let members: Members<'b> = serde_json::from_slice(body).map_err(|e| {
+            if e.is_data() {
+                Rejection::bad_request("the body must be a JSON object with a \"query\" string")
+            } else {
+                Rejection::bad_request(format!("the body is not valid JSON: {e}"))
+            }
+        })?;
+        let query = match members.query {
+            None => return Err(Rejection::bad_request("the request has no \"query\"")),
+            Some(raw) => {
+                string(raw).ok_or_else(|| Rejection::bad_request("\"query\" must be a string"))?
+            }
+        };
+        let variables = match members.variables {
+            None => None,
+            Some(raw) if is_null(raw) => None,
+            Some(raw) => match serde_json::from_str::<serde_json::Value>(raw.get()) {
+                Ok(serde_json::Value::Object(map)) => Some(map),
+                _ => return Err(Rejection::bad_request("\"variables\" must be an object")),
+            },
+        };
+        let operation_name = match members.operation_name {
+            None => None,
+            Some(raw) if is_null(raw) => None,
+            Some(raw) => Some(
+                string(raw)
+                    .ok_or_else(|| Rejection::bad_request("\"operationName\" must be a string"))?,
+            ),
+        };
+        if let Some(raw) = members.extensions {
+            if !is_null(raw) && !raw.get().starts_with('{') {
+                return Err(Rejection::bad_request("\"extensions\" must be an object"));
+            }
+        }
+        Ok(GraphqlRequest {
+            query,
+            variables,
+            operation_name,
+        })
+    }
+
+    pub fn from_params(mut params: HashMap<String, String>) -> Result<Self, Rejection> {
+        let query = params
+            .remove("query")
+            .ok_or_else(|| Rejection::bad_request("the request has no \"query\" parameter"))?;
+        let variables = match params.remove("variables") {
+            None => None,
+            Some(text) => match serde_json::from_str::<serde_json::Value>(&text) {
+                Ok(serde_json::Value::Null) => None,
+                Ok(serde_json::Value::Object(map)) => Some(map),
+                Ok(_) => {
+                    return Err(Rejection::bad_request(
+                        "\"variables\" must be a JSON object",
+                    ))
+                }
+                Err(e) => {
+                    return Err(Rejection::bad_request(format!(
+                        "\"variables\" is not valid JSON: {e}"
+                    )))
+                }
+            },
+        };
+        Ok(GraphqlRequest {
+            query: Cow::Owned(query),
+            variables,
+            operation_name: params.remove("operationName").map(Cow::Owned),
+        })
+    }
+}
+
+/// The deepest nesting of `{`, `(` and `[` outside strings and comments.
+pub fn text_nesting(query: &str) -> usize {
+    let bytes = query.as_bytes();
+    let (mut depth, mut max, mut i) = (0usize, 0usize, 0usize);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'#' => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'"' => {
+                let block = bytes[i..].starts_with(b"\"\"\"");
+                i += if block { 3 } else { 1 };
+                while i < bytes.len() {
+                    if bytes[i] == b'\\' {
+                        i += 2;
+                        continue;
+                    }
+                    if block && bytes[i..].starts_with(b"\"\"\"") {
+                        i += 2;
+                        break;
+                    }
+                    if !block && (bytes[i] == b'"' || bytes[i] == b'\n') {
+                        break;
+                    }
+                    i += 1;
+                }
+            }
+            b'{' | b'(' | b'[' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b'}' | b')' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    max
+}
+
+/// The whole body, within the size and time limits.
+pub async fn read_body<B>(body: B, limits: &RequestLimits) -> Result<Bytes, Rejection>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    use http_body_util::BodyExt;
+    let read = http_body_util::Limited::new(body, limits.max_body_bytes).collect();
+    match tokio::time::timeout(limits.body_read_timeout, read).await {
+        Err(_) => Err(Rejection::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "the request body did not arrive in time",
+        )),
+        Ok(Err(e)) => {
+            if e.is::<http_body_util::LengthLimitError>() {
+                Err(Rejection::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "the request body is larger than {} bytes",
+                        limits.max_body_bytes
+                    ),
+                ))
+            } else {
+                Err(Rejection::bad_request(format!(
+                    "could not read the request body: {e}"
+                )))
+            }
+        }
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+    }
+}
+
+/// Whether the `Content-Type` is JSON; the rejection otherwise.
+pub fn check_content_type(headers: &HeaderMap) -> Result<(), Rejection> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if content_type.split(';').next().map(str::trim) == Some(JSON) {
+        Ok(())
+    } else {
+        Err(Rejection::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("Content-Type must be {JSON}, not {content_type:?}"),
+        ))
+    }
+}
+
+/// What one request brings to execution: the caller's credentials and headers,
+/// and its variables.
+pub struct RequestInput {
+    /// The client's `authorization`, forwarded to the subgraphs.
+    pub authorization: Option<axum::http::HeaderValue>,
+    /// The client's headers (cache policies may key by them).
+    pub headers: HeaderMap,
+    /// The client's variables as sent (defaults are in the subgraph requests'
+    /// declarations).
+    pub variables: serde_json::Map<String, serde_json::Value>,
+    /// The same, with the operation's defaults, as async-graphql reads them
+    /// (introspection, `@skip`/`@include`).
+    pub graphql_variables: async_graphql::Variables,
+}
+
+impl RequestInput {
+    pub fn variable(&self, name: &str) -> Option<&serde_json::Value> {
+        self.variables.get(name)
+    }
+
+    /// An argument as written, with its variables' values as the operation coerces
+    /// them (a variable not sent takes its default); `None` when it is a variable
+    /// that has neither (then the argument counts as not given, and the field's own
+    /// default applies).
+    pub fn resolve(&self, value: &async_graphql_value::Value) -> Option<serde_json::Value> {
+        if let async_graphql_value::Value::Variable(name) = value {
+            let v = self.graphql_variables.get(name)?;
+            return v.clone().into_json().ok();
+        }
+        let constant = value.clone().into_const_with(|name| {
+            Ok::<_, std::convert::Infallible>(
+                self.graphql_variables
+                    .get(&name)
+                    .cloned()
+                    .unwrap_or(async_graphql_value::ConstValue::Null),
+            )
+        });
+        Some(
+            constant
+                .ok()
+                .and_then(|c| c.into_json().ok())
+                .unwrap_or(serde_json::Value::Null),
+        )
+    }
+
+    /// A variable's value as the operation coerces it (its default when not sent).
+    pub fn coerced(&self, name: &str) -> Option<&async_graphql_value::ConstValue> {
+        self.graphql_variables.get(name)
+    }
+
+    /// Whether the boolean variable `name` is true (its default applied).
+    pub fn is_true(&self, name: &str) -> bool {
+        matches!(
+            self.graphql_variables.get(name),
+            Some(async_graphql_value::ConstValue::Boolean(true))
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nesting_ignores_strings_and_comments() {
+        assert_eq!(text_nesting("{ a { b } }"), 2);
+        assert_eq!(text_nesting(r#"{ a(s: "{{{{") }"#), 2);
+        assert_eq!(text_nesting("# {{{{\n{ a }"), 1);
+        assert_eq!(text_nesting(r#"{ a(s: """ {{{ \""" """) }"#), 2);
+        assert_eq!(text_nesting(&"{a".repeat(1000)), 1000);
+    }
+
+    #[test]
+    fn the_query_is_borrowed_unless_it_has_escapes() {
+        let body = br#"{"query":"{ me { id } }","operationName":null,"extensions":{}}"#;
+        let r = GraphqlRequest::from_json(body).ok().unwrap();
+        assert!(matches!(r.query, Cow::Borrowed("{ me { id } }")));
+        let body = br#"{"query":"{ getPost(pid: \"p1\") { pid } }"}"#;
+        let r = GraphqlRequest::from_json(body).ok().unwrap();
+        assert_eq!(r.query, r#"{ getPost(pid: "p1") { pid } }"#);
+    }
+}

@@ -1,0 +1,51 @@
+//! What the tests that run `loadgen matrix` share: the binary under test, the service
+//! binaries beside it, a quick matrix run into a folder, and a fresh scratch folder.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The loadgen binary of this build.
+pub fn loadgen() -> &'static str {
+    env!("CARGO_BIN_EXE_loadgen")
+}
+
+/// The folder of the gateway and subgraph binaries (loadgen's); fails the test, saying
+/// what to build, when they are missing.
+pub fn require_services() -> PathBuf {
+    let dir = Path::new(loadgen()).parent().unwrap().to_path_buf();
+    for name in ["gateway", "user-service", "post-service"] {
+        assert!(
+            dir.join(name).is_file(),
+            "{name} is not built in {}: run `cargo build --workspace` before these tests",
+            dir.display()
+        );
+    }
+    dir
+}
+
+/// `loadgen matrix --quick` with `times` (`--duration`, `--warmup`) on `config`, into
+/// `run`; fails the test, with loadgen's stderr, when the run fails.
+pub fn quick_matrix(config: &Path, run: &Path, bin_dir: &Path, times: &[&str]) -> Output {
+    let output = Command::new(loadgen())
+        .args(["matrix", "--quick"])
+        .args(times)
+        .arg("--config")
+        .arg(config)
+        .arg("--out")
+        .arg(run)
+        .arg("--bin-dir")
+        .arg(bin_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "matrix failed:\n{stderr}");
+    output
+}
+
+/// A fresh, empty folder for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("loadgen-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
