@@ -2,7 +2,7 @@
 //! faults and `Cache-Control` of the test's choosing, and the strategies' decisions
 //! as `/metrics` counts them.
 
-use gateway::piece::Piece;
+use gateway::answer::piece::Piece;
 use subgraph_host::faults::FaultPlan;
 use subgraph_host::{cli::CacheControl, Options};
 
