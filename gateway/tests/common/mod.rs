@@ -9,6 +9,7 @@ pub mod commerce;
 pub mod federated;
 pub mod namesakes;
 pub mod shared_cache;
+pub mod strategies;
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -309,12 +310,17 @@ pub async fn gateway_limited(
     limits: gateway::server::load::LoadLimits,
     tweak: impl FnOnce(&mut GatewayConfig),
 ) -> Server {
-    let mut cfg = config(lab_subgraphs(user, post));
+    let mut cfg = config_over(user, post);
     tweak(&mut cfg);
     let app = gateway::startup::build_app(&cfg)
         .await
         .expect("gateway starts");
     Server::start(gateway::server::router_with_limits(app, limits)).await
+}
+
+/// The test configuration of a gateway over `user` and `post`.
+pub fn config_over(user: &Server, post: &Server) -> GatewayConfig {
+    config(lab_subgraphs(user, post))
 }
 
 /// The lab's two subgraphs, `user` and `post`, where these servers listen.
