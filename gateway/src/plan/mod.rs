@@ -54,6 +54,10 @@ pub type FetchId = u32;
 /// Everything needed to execute one operation and write its answer.
 #[derive(Debug)]
 pub struct Plan {
+    /// The operation's identity: a hash of its document's text and its name (never
+    /// 0). Cached pieces carry the origin of the plan that fetched them, so a hit can
+    /// tell an entry another operation stored ([`crate::caching`]).
+    pub origin: u64,
     pub mutation: bool,
     /// The root type's selection.
     pub root: Selection,
