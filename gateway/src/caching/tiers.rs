@@ -142,6 +142,17 @@ pub fn prometheus(tiers: &[Tier]) -> String {
         }
     }
     if tiers.iter().any(|t| t.memory.is_some()) {
+        // Every namespace the cache has seen, holding nothing or not (TTL 0 stores nothing).
+        for ns in &stats.namespaces {
+            if !held.iter().any(|h| *h.namespace == *ns.namespace) {
+                held.push(Held {
+                    namespace: ns.namespace.as_str().into(),
+                    entries: 0,
+                    bytes: 0,
+                });
+            }
+        }
+        held.sort_by(|a, b| a.namespace.cmp(&b.namespace));
         let labelled = |pick: fn(&Held) -> u64| {
             held.iter()
                 .map(move |h| {
