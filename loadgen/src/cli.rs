@@ -10,7 +10,6 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::bench::engine::{BenchPlan, StopRule};
 use crate::bench::request_template::{BodySource, RequestTemplate};
-use crate::workload::Workload;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -85,7 +84,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub unique_literals: bool,
     /// Send the `[workload]` of this TOML file (an experiment file, or one holding only
-    /// that table) instead of one request: a weighted mix of operations with keys drawn
+    /// that table; or an operations file, or the one an experiment's [graph] names)
+    /// instead of one request: a weighted mix of operations with keys drawn
     /// from distributions, writes that carry versions, and every answer checked for
     /// stale reads and wrong answers (format in loadgen/README.md).
     #[arg(long, conflicts_with_all = ["body_file", "query_file", "unique_literals", "method"])]
@@ -113,13 +113,8 @@ impl BenchArgs {
         let workload = match &self.workload {
             None => None,
             Some(path) => {
-                let text = std::fs::read_to_string(path)
+                let mut workload = crate::workload::load::any(path)
                     .map_err(|e| anyhow::anyhow!("--workload {}: {e}", path.display()))?;
-                let mut workload = Workload::from_toml(&text)
-                    .map_err(|e| anyhow::anyhow!("--workload {}: {e}", path.display()))?
-                    .ok_or_else(|| {
-                        anyhow::anyhow!("--workload {}: has no [workload] table", path.display())
-                    })?;
                 if let Some(seed) = self.seed {
                     workload.seed = seed;
                 }
@@ -211,6 +206,23 @@ pub struct MatrixArgs {
     /// Run every configuration of the file but these (comma-separated names).
     #[arg(long, value_delimiter = ',')]
     pub skip: Vec<String>,
+    /// Stop the run when more than this share of a round's answers carry errors
+    /// (0 to 1; 1: never), over every configuration's `max_error_rate` [default: the
+    /// file's, else 0.01 for configurations whose answers are checked].
+    #[arg(long, value_parser = parse_share)]
+    pub max_error_rate: Option<f64>,
+}
+
+/// A share from 0 to 1.
+fn parse_share(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number"))?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is not a share from 0 to 1"))
+    }
 }
 
 /// `loadgen compare`.
