@@ -78,6 +78,10 @@ pub struct BenchArgs {
     /// GraphQL variables as a JSON object (with --query-file).
     #[arg(long, requires = "query_file")]
     pub variables: Option<String>,
+    /// The operation of the --query-file document to run (`operationName`), for a
+    /// document of several.
+    #[arg(long, requires = "query_file", conflicts_with = "unique_literals")]
+    pub operation_name: Option<String>,
     /// Replace every `{{n}}` of the document, the variables (or the --body-file) by a
     /// number unique to each request of the run: every request is a new document
     /// (or new variables).
@@ -126,11 +130,27 @@ impl BenchArgs {
                 std::fs::read(path)
                     .map_err(|e| anyhow::anyhow!("--body-file {}: {e}", path.display()))?,
             ),
-            (None, Some(path)) => BodySource::GraphQl {
-                query: std::fs::read_to_string(path)
-                    .map_err(|e| anyhow::anyhow!("--query-file {}: {e}", path.display()))?,
-                variables: self.variables.clone(),
-            },
+            (None, Some(path)) => {
+                let query = std::fs::read_to_string(path)
+                    .map_err(|e| anyhow::anyhow!("--query-file {}: {e}", path.display()))?;
+                match &self.operation_name {
+                    None => BodySource::GraphQl {
+                        query,
+                        variables: self.variables.clone(),
+                    },
+                    Some(name) => {
+                        let mut body = serde_json::Map::new();
+                        body.insert("query".into(), query.into());
+                        body.insert("operationName".into(), name.clone().into());
+                        if let Some(v) = &self.variables {
+                            let value: serde_json::Value = serde_json::from_str(v)
+                                .map_err(|e| anyhow::anyhow!("--variables: {e}"))?;
+                            body.insert("variables".into(), value);
+                        }
+                        BodySource::Json(serde_json::Value::Object(body).to_string().into_bytes())
+                    }
+                }
+            }
             // A workload renders its own bodies; the template keeps the JSON content type.
             (None, None) if workload.is_some() => BodySource::GraphQl {
                 query: String::new(),

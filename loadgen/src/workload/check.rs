@@ -222,8 +222,8 @@ reads = [
             ),
             (r#"{"data":null}"#, "the answer has no data"),
             (
-                r#"{"data":{"me":{"id":"u3","name":"v9","topPosts":[]}}}"#,
-                "User u3 answered name v9, a version written to another entity",
+                r#"{"data":{"me":{"id":"u3","name":"v999999999999","topPosts":[]}}}"#,
+                "User u3 answered name v999999999999, a version written to another entity",
             ),
             (
                 r#"{"data":{"me":{"id":"u3","name":"J","topPosts":{"pid":"p1"}}}}"#,
