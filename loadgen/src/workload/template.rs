@@ -235,7 +235,11 @@ pub fn version_of(value: &str) -> u64 {
 /// multiple of 100 from 100 up; any other value (a price of 1299 cents, as the data
 /// was loaded) is version 0.
 pub fn version_of_number(value: f64) -> u64 {
-    if value >= 100.0 && value.fract() == 0.0 && value < 9.0e15 && (value as u64).is_multiple_of(100) {
+    if value >= 100.0
+        && value.fract() == 0.0
+        && value < 9.0e15
+        && (value as u64).is_multiple_of(100)
+    {
         value as u64 / 100
     } else {
         0
