@@ -37,9 +37,6 @@ pub struct Piece {
     pub served_stale: Option<Duration>,
     /// The operation that fetched it; 0 when unknown.
     pub origin: u64,
-    /// An entity's own references, read off its representation (its key fields are
-    /// not in its value): the cache adds them to those its value names.
-    pub own_references: Option<Arc<[String]>>,
 }
 
 impl Piece {
@@ -52,16 +49,7 @@ impl Piece {
             cache_control: None,
             served_stale: None,
             origin: 0,
-            own_references: None,
         }
-    }
-
-    /// The same piece, naming the entity it is the fields of.
-    pub fn with_own_references(mut self, references: Vec<String>) -> Piece {
-        if !references.is_empty() {
-            self.own_references = Some(references.into());
-        }
-        self
     }
 
     /// The same piece, fetched by the operation whose plan's origin is `origin`.

@@ -15,8 +15,7 @@
 //!
 //! **Invalidation needs no configuration.** Every subgraph object of an entity type is
 //! fetched with its `__typename` and key fields, so each entry carries references such
-//! as `User:u1` and `Post:p1`; an entity's own fields (`User.name` of `u1`) carry the
-//! reference its representation names. A mutation's result names the entities it touched; they
+//! as `User:u1` and `Post:p1`. A mutation's result names the entities it touched; they
 //! are invalidated before the mutation's response is sent, so the next read is fresh.
 //! Policies can add references and invalidations that keys cannot see.
 //!
@@ -61,7 +60,6 @@ mod references;
 mod settings;
 mod tiers;
 
-pub use references::own as own_references;
 pub use settings::{
     build_strategies, CacheSettings, FieldPolicy, KeyPolicy, PolicyFile, RedisSettings,
     RedisTarget, StorageKind,
@@ -597,9 +595,6 @@ fn keep(
         return Err(Failed::Answer(Box::new(piece)));
     }
     let mut refs = extra.to_vec();
-    if let Some(own) = &piece.own_references {
-        refs.extend(own.iter().filter(|r| !extra.contains(r)).cloned());
-    }
     if let Some(value) = piece.value() {
         references::collect(value, &mut refs);
     }

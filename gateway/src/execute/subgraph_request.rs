@@ -211,15 +211,6 @@ impl SubgraphRequest {
                     }
                     _ => Piece::new(response.tape.clone(), None, errors),
                 };
-                let own = &groups[g].own_keys;
-                let piece = if own.is_empty() {
-                    piece
-                } else {
-                    piece.with_own_references(crate::caching::own_references(
-                        &self.items[a].representation,
-                        own,
-                    ))
-                };
                 Ok(piece
                     .with_cache_control(response.cache_control)
                     .with_origin(self.plan.origin))

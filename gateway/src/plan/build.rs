@@ -409,16 +409,6 @@ impl Builder<'_> {
                     .to_string(),
             };
             representation_variables.push(variable.clone());
-            let namespaces = namespaces(&field.selections, &doc);
-            let own_keys = if self.references.is_some() {
-                namespaces
-                    .iter()
-                    .map(|(ty, _)| (ty.clone(), self.supergraph.flat_keys(ty)))
-                    .filter(|(_, sets)| !sets.is_empty())
-                    .collect()
-            } else {
-                Vec::new()
-            };
             out.push(EntityGroup {
                 alias: field.selection_identifier().into(),
                 variable: variable.into(),
@@ -426,9 +416,8 @@ impl Builder<'_> {
                 requires: g.requires,
                 input_rewrites: g.input_rewrites,
                 output_rewrites: g.output_rewrites,
-                namespaces,
+                namespaces: namespaces(&field.selections, &doc),
                 selection: with_fragments(&field.selections.to_string(), &doc).into(),
-                own_keys,
             });
         }
         if out.iter().any(|g| g.namespaces.is_empty()) {

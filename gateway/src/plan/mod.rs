@@ -151,15 +151,7 @@ pub struct EntityGroup {
     pub namespaces: Vec<(Box<str>, Arc<str>)>,
     /// The selection inside `_entities` as sent (part of the cache key).
     pub selection: Arc<str>,
-    /// With a cache that keeps references: per concrete type, the key field sets
-    /// ([`Supergraph::flat_keys`]) an entity's own reference is read from its
-    /// representation with (`Product:000000000017`), so that a mutation of the entity
-    /// drops the entries of its own fields, not only those that hold it.
-    pub own_keys: Vec<OwnKeys>,
 }
-
-/// A type's key field sets, each its fields in order: what an entity of it is named by.
-pub type OwnKeys = (Box<str>, Vec<Vec<Box<str>>>);
 
 impl EntityGroup {
     /// The namespace of an entity of type `ty` (the group's first when none

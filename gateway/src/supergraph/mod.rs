@@ -219,23 +219,6 @@ impl Supergraph {
     }
 
     /// The key field set subgraph `id` declares first for `ty`, if any.
-    /// The distinct first-key field sets of `ty` over the subgraphs that declare
-    /// one, those made of plain fields only (`upc`, `sku upc`; not `id org { id }`),
-    /// each as its fields in order.
-    pub fn flat_keys(&self, ty: &str) -> Vec<Vec<Box<str>>> {
-        let mut sets: Vec<Vec<Box<str>>> = Vec::new();
-        for (_, fields) in self.keys.get(ty).into_iter().flatten() {
-            if fields.contains('{') {
-                continue;
-            }
-            let set: Vec<Box<str>> = fields.split_whitespace().map(Box::from).collect();
-            if !set.is_empty() && !sets.contains(&set) {
-                sets.push(set);
-            }
-        }
-        sets
-    }
-
     pub fn key_in(&self, ty: &str, id: SubgraphId) -> Option<&str> {
         self.keys
             .get(ty)?
