@@ -3,7 +3,7 @@
 //! One call of [`Cache::get_or_fetch`]:
 //! 1. If a strategy bypasses the call, fetch directly (a skip).
 //! 2. Unless the namespace's policy can store nothing (`ttl = 0`,
-//!    `stale = 0`), read the storage. A fresh value is returned at once (a
+//!    `stale = 0`, no strategy), read the storage. A fresh value is returned at once (a
 //!    hit); if a strategy asks for an early refresh and no fetch is in
 //!    flight for the key, one background refresh starts. A stale value is
 //!    returned at once too (a stale serve), and if no fetch is in flight
@@ -16,8 +16,12 @@
 //!    failed fetch goes to the strategies' `recover`, which may serve the
 //!    expired entry the leader found (step 2 keeps it for that).
 //!
-//! With `ttl = 0` step 2 is skipped: an uncontended call costs one insert
-//! and one remove in the dedupe table, and nothing is kept.
+//! With `ttl = 0`, `stale = 0` and no strategy step 2 is skipped: an
+//! uncontended call costs one insert and one remove in the dedupe table, and
+//! nothing is kept. With a strategy, step 2 runs at `ttl = 0` too: the
+//! strategies' `admit` may keep a value the policy would not (`origin-ttl`
+//! stores what the origin allows; `stale-if-error` keeps the last good
+//! value, already expired, for `recover`).
 //!
 //! Over a remote store (one whose [`Storage::read_in_flight`] is `true`:
 //! Redis, the layered store) step 2 is shared too: concurrent callers of
@@ -792,7 +796,9 @@ impl<V: Clone + Send + Sync + 'static> Inner<V> {
                 return None;
             }
         }
-        if zero(&lifetime) {
+        // Nothing fresh or stale is still worth storing when a strategy asked to
+        // keep it for `recover` (stale-if-error at ttl 0).
+        if zero(&lifetime) && lifetime.retain.is_zero() {
             return None;
         }
         lifetime.retain = lifetime
@@ -802,7 +808,9 @@ impl<V: Clone + Send + Sync + 'static> Inner<V> {
     }
 
     /// Stores `fetched` if the policy, the strategies and the race check
-    /// allow it. Returns whether it stored.
+    /// allow it. Returns whether it stored a value a caller can be served (a
+    /// value kept only for `recover`, already expired, is not one: a caller
+    /// that looked before it landed has no reason to look again).
     async fn store(
         &self,
         namespace: &Namespace<V>,
@@ -834,8 +842,9 @@ impl<V: Clone + Send + Sync + 'static> Inner<V> {
             references,
             namespace: Arc::clone(namespace.shared_name()),
         };
+        let servable = !(lifetime.ttl.is_zero() && lifetime.stale.is_zero());
         match self.storage.set(key, entry, lifetime.retain).await {
-            Ok(()) => true,
+            Ok(()) => servable,
             Err(error) => {
                 namespace.counters().incr(Counter::StorageErrors);
                 tracing::debug!(%error, "cache storage write failed");

@@ -49,6 +49,9 @@
 //!   for every concurrent caller.
 //! - `ttl = 0` (the default) keeps nothing: only overlapping callers share
 //!   a fetch, for the cost of one insert and one remove in the dedupe table.
+//!   A namespace with strategies still reads and writes the store at
+//!   `ttl = 0`, for the strategies that keep values on their own
+//!   (`origin-ttl`, `stale-if-error`; see [`strategies::check_lifetimes`]).
 //! - For `stale` after the ttl, a stale value is served at once while
 //!   exactly one background refresh runs. Both durations can be computed
 //!   from the value ([`Policy::ttl_fn`]) or set by the fetch

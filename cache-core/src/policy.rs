@@ -168,11 +168,18 @@ impl<V> Policy<V> {
     }
 
     /// Whether anything under this policy can ever be stored: false for a
-    /// fixed `ttl = 0` with a fixed `stale = 0`. Calls under such a policy
-    /// never touch the storage, and [`Fetched`] overrides are ignored there:
-    /// use a computed ttl to let some values live.
+    /// fixed `ttl = 0` with a fixed `stale = 0` and no strategy. Calls under
+    /// such a policy never touch the storage (they only deduplicate), and
+    /// [`Fetched`] overrides are ignored there: use a computed ttl to let
+    /// some values live.
+    ///
+    /// With a strategy the storage is read and written even at `ttl = 0`:
+    /// a strategy's [`admit`](crate::Strategy::admit) may give a value a
+    /// lifetime of its own (`origin-ttl` keeps what the origin allows) or
+    /// keep it for [`recover`](crate::Strategy::recover) (`stale-if-error`).
+    #[inline]
     pub fn may_store(&self) -> bool {
-        !(self.ttl.is_zero() && self.stale.is_zero())
+        !(self.ttl.is_zero() && self.stale.is_zero() && self.strategies.is_empty())
     }
 }
 

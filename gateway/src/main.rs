@@ -4,7 +4,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use cache_core::storage::Eviction;
-use clap::{Args, Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use gateway::caching::{build_strategies, RedisSettings, RedisTarget, StorageKind};
 use gateway::documents::validation::DocumentLimits;
 use gateway::server::connections::ServeOptions;
@@ -245,7 +246,11 @@ fn parse_subgraph(s: &str) -> Result<Subgraph, String> {
 }
 
 impl Cli {
-    fn config(&self) -> Result<GatewayConfig, String> {
+    /// The configuration the flags describe. `given` says whether a flag (by its clap
+    /// id) was on the command line rather than left at its default: a flag whose
+    /// subject is absent (an L1 setting without layered storage, say) is refused
+    /// instead of silently ignored.
+    fn config(&self, given: &dyn Fn(&str) -> bool) -> Result<GatewayConfig, String> {
         let startup_deadline =
             Duration::try_from_secs_f64(self.startup_timeout_secs).map_err(|_| {
                 "--startup-timeout-secs must be a non-negative number of seconds".to_string()
@@ -289,6 +294,12 @@ impl Cli {
             Duration::try_from_secs_f64(v)
                 .map_err(|_| format!("{flag} must be a non-negative number of seconds"))
         };
+        // The cache's flags with a default that were given: refused when their subject
+        // (the cache, a storage) is absent.
+        let tuning: Vec<&str> = gateway::caching::TUNING_FLAGS
+            .into_iter()
+            .filter(|flag| given(&flag[2..].replace('-', "_")))
+            .collect();
         let cache = if self.ttl.is_some() || self.policy.is_some() {
             let policies = match &self.policy {
                 Some(path) => gateway::caching::PolicyFile::load(path)?,
@@ -352,13 +363,14 @@ impl Cli {
                 }
                 None => None,
             };
+            gateway::caching::check_flags(&tuning, Some(&kinds))?;
             let strategies = build_strategies(&self.strategies, "--strategy")?;
             let report_interval = match self.cache_report_interval {
                 Some(v) if v > 0.0 => Some(seconds("--cache-report-interval", v)?),
                 Some(_) => return Err("--cache-report-interval must be positive".into()),
                 None => None,
             };
-            Some(gateway::caching::CacheSettings {
+            let settings = gateway::caching::CacheSettings {
                 storage: self.storage,
                 redis,
                 ttl: seconds("--ttl", self.ttl.unwrap_or(0.0))?,
@@ -369,7 +381,9 @@ impl Cli {
                 invalidation: self.invalidation,
                 strategies,
                 eviction: self.cache_eviction.unwrap_or_default(),
-            })
+            };
+            settings.check()?;
+            Some(settings)
         } else {
             if self.storage.needs_redis() || self.redis.is_some() || self.redis_cluster.is_some() {
                 return Err(
@@ -383,8 +397,20 @@ impl Cli {
                         .into(),
                 );
             }
+            gateway::caching::check_flags(&tuning, None)?;
             None
         };
+        if let Some(bare) = self
+            .upstream
+            .subgraph_timeout
+            .iter()
+            .find(|v| !v.contains('='))
+            .filter(|_| given("upstream_timeout_ms"))
+        {
+            return Err(format!(
+                "--upstream-timeout-ms and --subgraph-timeout {bare} both set every subgraph's request timeout, and the second would silently replace the first: give one of them"
+            ));
+        }
         if self.upstream_timeout_ms == 0 {
             return Err("--upstream-timeout-ms must be positive".into());
         }
@@ -438,7 +464,8 @@ fn main() {
         )
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let runtime = match cli.worker_threads {
         Some(1) => tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -458,11 +485,16 @@ fn main() {
             std::process::exit(1);
         }
     };
-    std::process::exit(runtime.block_on(main_in_runtime(cli)));
+    std::process::exit(runtime.block_on(main_in_runtime(cli, &matches)));
+}
+
+/// Whether the flag whose clap id is `id` was given on the command line.
+fn given_in(matches: &ArgMatches, id: &str) -> bool {
+    matches.value_source(id) == Some(ValueSource::CommandLine)
 }
 
 /// Everything `main` does once the runtime runs: the exit code.
-async fn main_in_runtime(cli: Cli) -> i32 {
+async fn main_in_runtime(cli: Cli, matches: &ArgMatches) -> i32 {
     match &cli.command {
         Some(Command::RedisGc(args)) => return redis_gc(args).await,
         Some(Command::Strategies) => {
@@ -472,7 +504,7 @@ async fn main_in_runtime(cli: Cli) -> i32 {
         Some(Command::Compose(args)) => return compose(args).await,
         None => {}
     }
-    let config = match cli.config() {
+    let config = match cli.config(&|id| given_in(matches, id)) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("gateway: {e}");

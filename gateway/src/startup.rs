@@ -131,6 +131,10 @@ pub async fn compose(subgraphs: &[Subgraph], backoff: &Backoff) -> anyhow::Resul
 
 /// Get the supergraph, build the planner, and build the app.
 pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
+    // Settings that cancel one another are refused before any subgraph is asked.
+    if let Some(settings) = &config.cache {
+        settings.check().map_err(|e| anyhow!(e))?;
+    }
     let (sdl, overrides) = match &config.graph {
         GraphSource::Compose(subgraphs) => (compose(subgraphs, &config.startup).await?, &[][..]),
         GraphSource::Supergraph { sdl, overrides, .. } => (sdl.clone(), &overrides[..]),
@@ -138,6 +142,10 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
     let (mut model, hive) = Supergraph::from_sdl(&sdl)?;
     model.override_urls(overrides).map_err(|e| anyhow!(e))?;
     let supergraph = Arc::new(model);
+    if let Some(settings) = &config.cache {
+        crate::caching::check_policy_against(&settings.policies, &supergraph)
+            .map_err(|e| anyhow!(e))?;
+    }
     let subgraphs = &supergraph.subgraphs;
     let planner = Arc::new(Planner::new(
         hive,

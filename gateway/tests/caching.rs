@@ -189,9 +189,9 @@ async fn errors_are_never_cached_and_a_subgraph_that_returns_is_seen_at_once() {
 
 #[tokio::test]
 async fn stale_entries_are_served_at_once_while_one_refresh_runs() {
-    // posts answers after 100 ms, so the refresh is still running while the five
-    // reads below arrive.
-    let lab = Lab::start_delayed(Duration::from_millis(100), |c| {
+    // posts answers after 500 ms, so the refresh is still running while the five
+    // concurrent reads below arrive, even on a slow machine.
+    let lab = Lab::start_delayed(Duration::from_millis(500), |c| {
         let mut settings = cache(0.2).unwrap();
         settings.stale = Duration::from_secs(10);
         c.cache = Some(settings);
@@ -208,7 +208,7 @@ async fn stale_entries_are_served_at_once_while_one_refresh_runs() {
         .all(|a| a["data"]["topPosts"][0]["pid"] == "p1"));
     // Exactly one background refresh reached post-service.
     let mut refreshed = 0;
-    for _ in 0..50 {
+    for _ in 0..500 {
         refreshed = lab.subgraph_requests().await.1;
         if refreshed >= 3 {
             break;

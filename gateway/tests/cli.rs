@@ -109,3 +109,389 @@ async fn every_worker_thread_count_gives_the_same_answers_and_drains() {
     assert_eq!(answers[0]["data"]["me"]["topPosts"][1]["pid"], "p3");
     assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
 }
+
+/// The gateway binary's exit code and standard error for `args` (after a subgraph
+/// that is never reached).
+fn gateway_refusal(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_gateway"))
+        .args(["--subgraph", "post=http://127.0.0.1:1/graphql"])
+        .args(["--startup-timeout-secs", "0"])
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn flags_that_would_cancel_another_are_refused_naming_both() {
+    let file = |name: &str, toml: &str| common::shared_cache::PolicyFile::new(name, toml);
+    let skip = file("skip", "[policy.\"Query.getPost\"]\nskip = true\nttl = 5\n");
+    let invalidate = file(
+        "invalidate",
+        "[policy.\"Mutation.createUser\"]\ninvalidate = [\"Feed:top\"]\n",
+    );
+    let references = file(
+        "references",
+        "[policy.\"Query.topPosts\"]\nreferences = [\"Feed:top\"]\n",
+    );
+    let field_ttl = file(
+        "field-ttl",
+        "[policy.\"Query.getPost\"]\nttl = 0\nstrategies = [\"second-hit\"]\n",
+    );
+    let field_list = file(
+        "field-list",
+        "[policy.\"Query.getPost\"]\nstrategies = [\"early-refresh:beta=2\"]\n",
+    );
+    let zero_field = file("zero-field", "[policy.\"Query.me\"]\nttl = 0\n");
+    let opted_out = file(
+        "opted-out",
+        "[policy.\"Query.me\"]\nttl = 0\nstrategies = []\n",
+    );
+    let layered_field = file(
+        "layered-field",
+        "[policy.\"Query.getPost\"]\nstorage = \"layered\"\n",
+    );
+    let redis = ["--storage", "redis", "--redis", "redis://127.0.0.1:1"];
+    for (args, says) in [
+        // Strategies with nothing to act on at ttl 0, or undone by a later one.
+        (
+            &["--ttl", "0", "--strategy", "second-hit"][..],
+            &[
+                "--ttl 0 and --strategy second-hit",
+                "decides which values are kept",
+            ][..],
+        ),
+        (
+            &["--ttl", "0", "--strategy", "early-refresh"],
+            &["--ttl 0 and --strategy early-refresh", "acts on fresh hits"],
+        ),
+        (
+            &["--ttl", "0", "--stale", "5", "--strategy", "ttl-jitter"],
+            &[
+                "--ttl 0 and --strategy ttl-jitter",
+                "list origin-ttl before it",
+            ],
+        ),
+        (
+            &["--policy", &field_list.0, "--strategy", "second-hit"],
+            &["--ttl 0 and --strategy second-hit"],
+        ),
+        (
+            &[
+                "--ttl",
+                "10",
+                "--strategy",
+                "ttl-jitter",
+                "--strategy",
+                "origin-ttl",
+            ],
+            &[
+                "--strategy ttl-jitter and --strategy origin-ttl",
+                "list ttl-jitter after origin-ttl",
+            ],
+        ),
+        (
+            &["--ttl", "10", "--policy", &field_ttl.0],
+            &["Query.getPost.ttl = 0 and Query.getPost.strategies [\"second-hit\"]"],
+        ),
+        (
+            &[
+                "--ttl",
+                "10",
+                "--strategy",
+                "early-refresh",
+                "--policy",
+                &zero_field.0,
+            ],
+            &[
+                "Query.me.ttl = 0 and --strategy early-refresh",
+                "give Query.me strategies = [] to run none",
+            ],
+        ),
+        (
+            &["--ttl", "0", "--policy", &field_list.0],
+            &["--ttl 0 and Query.getPost.strategies [\"early-refresh:beta=2\"]"],
+        ),
+        // Policy fields that cancel each other, or that a flag cancels.
+        (
+            &["--ttl", "10", "--policy", &skip.0],
+            &["Query.getPost.skip = true and Query.getPost.ttl"],
+        ),
+        (
+            &[
+                "--ttl",
+                "10",
+                "--invalidation",
+                "off",
+                "--policy",
+                &invalidate.0,
+            ],
+            &[
+                "--invalidation off and --policy",
+                "Mutation.createUser.invalidate",
+            ],
+        ),
+        (
+            &[
+                "--ttl",
+                "10",
+                "--invalidation",
+                "off",
+                "--policy",
+                &references.0,
+            ],
+            &[
+                "--invalidation off and --policy",
+                "Query.topPosts.references",
+            ],
+        ),
+        // A cache flag without a cache, or without the storage it sets.
+        (
+            &["--stale", "5"],
+            &["--stale configures the cache: give --ttl or --policy"],
+        ),
+        (
+            &["--invalidation", "off"],
+            &["--invalidation configures the cache"],
+        ),
+        (
+            &["--cache-max-entries", "5", "--cache-report-interval", "1"],
+            &["--cache-max-entries and --cache-report-interval configure the cache"],
+        ),
+        (
+            &["--ttl", "1", "--l1-ttl", "3", "--l1-max-entries", "9"],
+            &[
+                "--l1-ttl and --l1-max-entries set the layered storage's in-process L1",
+                "--storage layered",
+            ],
+        ),
+        (
+            &["--ttl", "1", "--redis-autopipeline", "false"],
+            &["--redis-autopipeline is used only with --storage redis or layered"],
+        ),
+        (
+            &["--ttl", "1", "--redis-timeout-ms", "30"],
+            &["--redis-timeout-ms is used only with --storage redis or layered"],
+        ),
+        (
+            &[&["--ttl", "1", "--cache-max-entries", "5"][..], &redis[..]].concat(),
+            &[
+                "--cache-max-entries bounds the memory store",
+                "--storage redis",
+            ],
+        ),
+        (
+            &[&["--ttl", "1", "--cache-eviction", "lru"][..], &redis[..]].concat(),
+            &[
+                "--cache-eviction bounds the memory store",
+                "--storage redis",
+            ],
+        ),
+        // Upstream limits.
+        (
+            &["--upstream-timeout-ms", "100", "--subgraph-timeout", "1s"],
+            &["--upstream-timeout-ms and --subgraph-timeout 1s"],
+        ),
+        (
+            &["--breaker-error-ratio", "0", "--breaker-window", "30s"],
+            &["--breaker-window 30s", "--breaker-error-ratio 0"],
+        ),
+        (
+            &[
+                "--breaker-error-ratio",
+                "post=0",
+                "--breaker-min-requests",
+                "post=5",
+            ],
+            &[
+                "--breaker-min-requests post=5",
+                "post's error-ratio rule is off",
+            ],
+        ),
+        (
+            &[
+                "--breaker-failures",
+                "0",
+                "--breaker-error-ratio",
+                "0",
+                "--breaker-open-for",
+                "2s",
+            ],
+            &[
+                "--breaker-open-for 2s",
+                "--breaker-failures 0 and --breaker-error-ratio 0",
+            ],
+        ),
+        (
+            &[
+                "--breaker-failures",
+                "post=0",
+                "--breaker-error-ratio",
+                "post=0",
+                "--breaker-probes",
+                "post=2",
+            ],
+            &["--breaker-probes post=2", "post's breaker never opens"],
+        ),
+        (
+            &[
+                "--subgraph-timeout",
+                "1s",
+                "--subgraph-connect-timeout",
+                "5s",
+            ],
+            &[
+                "--subgraph-connect-timeout 5s",
+                "longer than post's request timeout",
+            ],
+        ),
+    ] {
+        let (code, stderr) = gateway_refusal(args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        for needle in says {
+            assert!(stderr.contains(needle), "{args:?}: {needle:?} in {stderr}");
+        }
+    }
+    // The sensible neighbours pass the checks (and stop only at the unreachable
+    // subgraph, exit code 1).
+    for args in [
+        &["--ttl", "0", "--strategy", "origin-ttl"][..],
+        &["--ttl", "0", "--strategy", "stale-if-error"],
+        &[
+            "--ttl",
+            "0",
+            "--strategy",
+            "origin-ttl",
+            "--strategy",
+            "second-hit",
+            "--strategy",
+            "early-refresh",
+            "--strategy",
+            "ttl-jitter",
+        ],
+        &["--ttl", "0", "--stale", "5", "--strategy", "second-hit"],
+        &[
+            "--ttl",
+            "10",
+            "--strategy",
+            "early-refresh",
+            "--policy",
+            &opted_out.0,
+        ],
+        &[
+            "--ttl",
+            "10",
+            "--strategy",
+            "origin-ttl",
+            "--strategy",
+            "ttl-jitter",
+        ],
+        &[
+            "--ttl",
+            "1",
+            "--policy",
+            &layered_field.0,
+            "--redis",
+            "redis://127.0.0.1:1",
+            "--l1-ttl",
+            "3",
+            "--cache-max-entries",
+            "5",
+        ],
+        &[
+            "--breaker-error-ratio",
+            "0",
+            "--breaker-error-ratio",
+            "post=0.2",
+            "--breaker-window",
+            "30s",
+        ],
+        &[
+            "--subgraph-timeout",
+            "1s",
+            "--subgraph-connect-timeout",
+            "500ms",
+        ],
+        &[
+            "--upstream-timeout-ms",
+            "100",
+            "--subgraph-timeout",
+            "post=1s",
+        ],
+    ] {
+        let (code, stderr) = gateway_refusal(args);
+        assert_eq!(code, Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains("did not answer"), "{args:?}: {stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policies_the_schema_makes_do_nothing_are_refused() {
+    let (user, post) = (
+        Server::start(user_router()).await,
+        Server::start(post_router()).await,
+    );
+    for (name, toml, says) in [
+        (
+            "typo",
+            "[policy.\"Query.getPots\"]\nttl = 5\n",
+            "the composed schema has no field Query.getPots",
+        ),
+        (
+            "mutation-ttl",
+            "[policy.\"Mutation.createUser\"]\nttl = 5\n",
+            "Mutation is the mutation type, and mutations are never cached",
+        ),
+        (
+            "query-invalidate",
+            "[policy.\"Query.getPost\"]\ninvalidate = [\"Post:*\"]\n",
+            "Query.getPost.invalidate: only a mutation's policy invalidates",
+        ),
+        (
+            "entity-args",
+            "[policy.\"User.topPosts\"]\nkey = { args = [\"count\"] }\n",
+            "User.topPosts.key.args: only root fields",
+        ),
+        (
+            "unknown-arg",
+            "[policy.\"Query.topPosts\"]\nkey = { args = [\"cnt\"] }\n",
+            "Query.topPosts has no argument \"cnt\"",
+        ),
+    ] {
+        let policy = common::shared_cache::PolicyFile::new(name, toml);
+        let args = [
+            "--subgraph".to_string(),
+            format!("user={}", user.url()),
+            "--subgraph".to_string(),
+            format!("post={}", post.url()),
+            "--ttl".to_string(),
+            "10".to_string(),
+            "--policy".to_string(),
+            policy.0.clone(),
+        ];
+        let out = tokio::task::spawn_blocking(move || {
+            Command::new(env!("CARGO_BIN_EXE_gateway"))
+                .args(&args)
+                .args(["--listen", "127.0.0.1:0"])
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+        assert!(stderr.contains(says), "{name}: {stderr}");
+        assert!(
+            stderr.contains(&policy.0),
+            "{name}: names the file: {stderr}"
+        );
+    }
+    // The documented example passes.
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/policy.example.toml");
+    let gateway = GatewayProcess::start(&user, &post, &["--ttl", "10", "--policy", example]).await;
+    let answer = gateway.query("{ topPosts(count: 1) { pid } }").await;
+    assert_eq!(answer["data"]["topPosts"][0]["pid"], "p1", "{answer}");
+}

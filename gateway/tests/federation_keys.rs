@@ -447,3 +447,31 @@ async fn an_entity_whose_key_cannot_be_fetched_is_null_with_an_error_not_a_guess
         })
     );
 }
+
+#[tokio::test]
+async fn with_the_cache_on_every_key_form_answers_as_without_it_and_a_repeat_asks_no_subgraph() {
+    // Two keys per type (asked by `sku` of `inventory` and by `id` of `pricing`), a key
+    // change, a composite key, a nested key and null keys: the cache names each entity
+    // by one canonical key (`Product`'s first, `id`), asked of the subgraphs that
+    // resolve it alongside the fields the plan wants, and none of that may change an
+    // answer or make a repeat ask a subgraph again.
+    let plain = start().await;
+    let cached = Federation::start_with(GRAPH, subgraphs(), |c| c.cache = common::cache(30.0)).await;
+    for query in [
+        "{ products { id sku name price stock { warehouse count } } }",
+        "{ lowStock { sku price } }",
+        "{ products { name seller { handle rating market { currency } } } }",
+        "{ reviews { body product { id name price } } }",
+        "{ backorders { sku price } }",
+    ] {
+        let expected = plain.query(query).await;
+        assert_eq!(cached.query(query).await, expected, "cold cache: {query}");
+        cached.clear_logs();
+        assert_eq!(cached.query(query).await, expected, "warm cache: {query}");
+        let asked: Vec<_> = cached.counts().into_iter().filter(|(_, n)| *n > 0).collect();
+        assert!(
+            asked.is_empty() || expected.get("errors").is_some(),
+            "{query}: a repeat within the ttl asked {asked:?}"
+        );
+    }
+}

@@ -39,6 +39,9 @@ pub enum Command {
     Target(TargetArgs),
     /// A TCP proxy that delays every byte by half an RTT each way (latency without netem).
     Netproxy(NetproxyArgs),
+    /// Measure how close the RTT `netproxy` adds is to its setting on this machine, and
+    /// its CPU per chunk (scripts/netproxy-accuracy.sh records a run).
+    NetproxyAccuracy(NetproxyAccuracyArgs),
 }
 
 /// `loadgen bench`.
@@ -245,6 +248,20 @@ fn parse_share(text: &str) -> Result<f64, String> {
     }
 }
 
+impl MatrixArgs {
+    /// Refuses flags that would cancel one another: `--quick` sets the rounds and
+    /// both windows, so with `--rounds`, `--duration` and `--warmup` all given it would
+    /// do nothing but mark a full run as indicative.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.quick && self.rounds.is_some() && self.duration.is_some() && self.warmup.is_some() {
+            anyhow::bail!(
+                "--quick and --rounds, --duration and --warmup: the three replace everything --quick sets, so it would only mark the run as quick; drop --quick or one of them"
+            );
+        }
+        Ok(())
+    }
+}
+
 /// `loadgen compare`.
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
@@ -319,6 +336,30 @@ pub struct NetproxyArgs {
     /// Most connections proxied at once; more are refused (reset).
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=65536))]
     pub max_connections: u64,
+}
+
+/// `loadgen netproxy-accuracy`.
+#[derive(Debug, Clone, Args)]
+pub struct NetproxyAccuracyArgs {
+    /// Round-trip times to measure (repeatable).
+    #[arg(long, value_parser = parse_duration, default_values = ["500us", "1ms", "5ms"])]
+    pub rtt: Vec<Duration>,
+    /// Concurrent connections pinging at once.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub connections: u64,
+    /// Measured pings per connection, per setting and round (half before, half after
+    /// the other path's).
+    #[arg(long, default_value_t = 250, value_parser = clap::value_parser!(u64).range(2..=100_000))]
+    pub pings: u64,
+    /// Pause between two pings of a connection.
+    #[arg(long, value_parser = parse_duration_or_zero, default_value = "1ms")]
+    pub pause: Duration,
+    /// Rounds; each measures every setting once, the order rotating.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub rounds: u32,
+    /// Also write every measurement, as one JSON object, to this file.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 /// A positive duration: `10s`, `500ms`, `2m`, `1.5s`, `250us`, `500000ns`, or bare seconds.

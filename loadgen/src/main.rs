@@ -17,6 +17,7 @@ fn main() -> ExitCode {
         Command::Render(args) => loadgen::matrix::rerender(&args.dir),
         Command::Report(args) => loadgen::matrix::report::run(&args),
         Command::Netproxy(args) => loadgen::netproxy::run(&args),
+        Command::NetproxyAccuracy(args) => loadgen::netproxy::accuracy::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

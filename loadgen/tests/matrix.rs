@@ -310,6 +310,29 @@ fn a_bad_experiment_file_is_refused_before_anything_starts() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+#[test]
+fn quick_with_each_of_its_settings_replaced_is_refused() {
+    let output = Command::new(loadgen())
+        .args([
+            "matrix",
+            "--quick",
+            "--rounds",
+            "3",
+            "--duration",
+            "10s",
+            "--warmup",
+            "2s",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--quick and --rounds, --duration and --warmup"),
+        "{stderr}"
+    );
+}
+
 /// Several gateways sharing a private redis-server (layered storage), a configuration
 /// with its own (numbered) query, and the RSS samples: one quick run.
 #[test]

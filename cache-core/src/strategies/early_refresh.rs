@@ -32,7 +32,7 @@
 //! the chance is below 1e-15), one subtraction; closer, one random draw
 //! and a logarithm.
 
-use super::{Param, Params, Registered};
+use super::{LifetimeUse, Param, Params, Registered};
 use crate::storage::Stored;
 use crate::strategy::{Strategy, StrategyContext};
 
@@ -61,6 +61,7 @@ impl Registered for EarlyRefresh {
         default: "1.0",
         help: "how early: >1 earlier, <1 later, 0 never",
     }];
+    const LIFETIME: LifetimeUse = LifetimeUse::OnFreshHits;
 
     fn from_params(params: &Params<'_>) -> Result<Self, String> {
         Ok(Self::new(params.number("beta")?))

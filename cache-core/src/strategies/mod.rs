@@ -1,6 +1,7 @@
 //! The shipped strategies, and the registry that builds them by name.
 //!
-//! Each strategy is one file of this folder: a type that implements
+//! Each strategy is one file of this folder (besides `lifetime_use.rs`, the
+//! start-up check of what each does with a lifetime): a type that implements
 //! [`Strategy`] for every value type, and [`Registered`] (its name, one line
 //! of what it does, its parameters and their defaults, and how to build it
 //! from them). The `registry!` line at the bottom of this file declares the
@@ -11,7 +12,13 @@
 //!   [`NamedStrategy`] for any value type, checking the name and every
 //!   parameter;
 //! - [`catalogue`] prints what exists, with each strategy's parameters, for
-//!   `gateway strategies` and for the error a bad name or parameter gets.
+//!   `gateway strategies` and for the error a bad name or parameter gets;
+//! - [`check_lifetimes`] refuses a list that cannot do what it says under a
+//!   policy's ttl and stale window (each strategy declares its
+//!   [`LifetimeUse`]): at `ttl = 0`, `second-hit`, `early-refresh` and
+//!   `ttl-jitter` have nothing to act on unless `origin-ttl` gives values a
+//!   lifetime, and `origin-ttl` replaces the ttl a `ttl-jitter` listed before
+//!   it spread.
 //!
 //! The memory store's eviction policy ([`Eviction`]) is listed in the
 //! catalogue too, as a setting of the store: it chooses among stored entries
@@ -23,6 +30,9 @@ use std::time::Duration;
 
 use crate::storage::Eviction;
 use crate::strategy::{NamedStrategy, Strategy};
+
+mod lifetime_use;
+pub use lifetime_use::{check_lifetimes, LifetimeConflict, LifetimeUse};
 
 /// One parameter of a strategy: its name, default and meaning.
 #[derive(Clone, Copy, Debug)]
@@ -44,6 +54,9 @@ pub trait Registered: Sized {
     const SUMMARY: &'static str;
     /// Its parameters (every one has a default).
     const PARAMS: &'static [Param];
+    /// What it does with the lifetime the policy gives each value: whether it
+    /// can act at `ttl = 0`, and what it needs from the strategies before it.
+    const LIFETIME: LifetimeUse;
     /// Builds one from checked parameters; an error names what is wrong.
     fn from_params(params: &Params<'_>) -> Result<Self, String>;
 }
@@ -57,6 +70,8 @@ pub struct Entry {
     pub summary: &'static str,
     /// Its parameters.
     pub params: &'static [Param],
+    /// What it does with each value's lifetime.
+    pub lifetime: LifetimeUse,
 }
 
 impl Entry {
@@ -65,6 +80,7 @@ impl Entry {
             name: S::NAME,
             summary: S::SUMMARY,
             params: S::PARAMS,
+            lifetime: S::LIFETIME,
         }
     }
 }
@@ -280,6 +296,11 @@ pub fn catalogue() -> String {
                 "", p.name, p.default, p.help
             ));
         }
+        out.push_str(&format!(
+            "  {:<16}   at ttl 0: {}\n",
+            "",
+            entry.lifetime.at_zero_ttl()
+        ));
     }
     out.push_str(
         "store settings (not hooks: the memory store applies them to the entries it holds):\n",

@@ -21,6 +21,11 @@
 //! ([`Fetched::keyed_by_caller`]): the gateway does when the field's key
 //! includes the request's `authorization`.
 //!
+//! **At `ttl = 0`** the fallback keeps nothing: only what the origin says may
+//! be kept is stored, for as long as it says (the natural way to run it).
+//! The cache reads and writes the store at `ttl = 0` for a namespace with
+//! strategies, so this works there as at any ttl.
+//!
 //! **Trade-off.** Each field lives as long as its owner says: long-lived
 //! data (posts, 60 s) gets more hits than one global TTL would give it, and
 //! volatile or per-user data is kept short or not at all, which a global
@@ -34,7 +39,7 @@
 
 use std::time::Duration;
 
-use super::{Param, Params, Registered};
+use super::{LifetimeUse, Param, Params, Registered};
 use crate::policy::Fetched;
 use crate::strategy::{Admission, Lifetime, Strategy, StrategyContext};
 
@@ -61,6 +66,7 @@ impl Registered for OriginTtl {
         default: "1h",
         help: "longest ttl an origin may set",
     }];
+    const LIFETIME: LifetimeUse = LifetimeUse::Sets;
 
     fn from_params(params: &Params<'_>) -> Result<Self, String> {
         Ok(Self::new(params.duration("max")?))

@@ -21,7 +21,7 @@
 
 use std::time::Duration;
 
-use super::{Param, Params, Registered};
+use super::{LifetimeUse, Param, Params, Registered};
 use crate::key::{CacheKey, PrehashedKeys};
 use crate::policy::Fetched;
 use crate::strategy::{Admission, Lifetime, Strategy, StrategyContext};
@@ -70,6 +70,7 @@ impl Registered for SecondHitAdmission {
             help: "how long a first sighting is remembered",
         },
     ];
+    const LIFETIME: LifetimeUse = LifetimeUse::Admits;
 
     fn from_params(params: &Params<'_>) -> Result<Self, String> {
         Ok(Self::new(params.count("capacity")?, params.duration("window")?))

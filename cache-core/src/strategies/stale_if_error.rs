@@ -14,6 +14,11 @@
 //! the error is not kept, and the old value does not become fresh again, so
 //! the next call tries the origin again.
 //!
+//! **At `ttl = 0`** every value is stored already expired and kept `window`:
+//! every call still fetches (concurrent ones share one fetch), nothing is
+//! served as a hit, and a failed fetch gets the last good value, up to
+//! `window` old: "always fresh, the last good answer during an outage".
+//!
 //! **Trade-off.** Availability for freshness: during an outage callers get
 //! answers up to `window` old instead of errors; the store holds expired
 //! entries that long (memory, and room a bounded store could give to live
@@ -25,7 +30,7 @@
 
 use std::time::Duration;
 
-use super::{Param, Params, Registered};
+use super::{LifetimeUse, Param, Params, Registered};
 use crate::error::FetchError;
 use crate::policy::Fetched;
 use crate::storage::Stored;
@@ -53,6 +58,7 @@ impl Registered for StaleIfError {
         default: "60s",
         help: "how long past its freshness an entry may be served on error",
     }];
+    const LIFETIME: LifetimeUse = LifetimeUse::KeepsExpired;
 
     fn from_params(params: &Params<'_>) -> Result<Self, String> {
         Ok(Self::new(params.duration("window")?))

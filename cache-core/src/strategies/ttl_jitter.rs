@@ -22,7 +22,7 @@
 //! followers were served; nothing on a hit. Counted as `adjusted` (admitted
 //! with another lifetime).
 
-use super::{Param, Params, Registered};
+use super::{LifetimeUse, Param, Params, Registered};
 use crate::policy::Fetched;
 use crate::strategy::{Admission, Lifetime, Strategy, StrategyContext};
 
@@ -49,6 +49,7 @@ impl Registered for TtlJitter {
         default: "0.2",
         help: "how far either way, as a share of the ttl (0 to 1)",
     }];
+    const LIFETIME: LifetimeUse = LifetimeUse::Adjusts;
 
     fn from_params(params: &Params<'_>) -> Result<Self, String> {
         let spread = params.number("spread")?;

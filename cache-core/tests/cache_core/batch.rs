@@ -303,9 +303,13 @@ async fn a_stale_value_is_served_while_one_refresh_fetches_that_key_alone() {
     cache.get_or_fetch_many(&calls, asked.fetch()).await;
     tokio::time::sleep(Duration::from_millis(80)).await;
     // Both stale: served at once, each refreshed on its own.
+    // The refreshes keep their values fresh for long, so the polling below cannot see
+    // them go stale again however slow this machine is.
     let stale = cache
         .get_or_fetch_many(&calls, |i: Vec<usize>| async move {
-            i.iter().map(|_| Ok::<_, Boom>(1u32)).collect::<Vec<_>>()
+            i.iter()
+                .map(|_| Ok::<_, Boom>(Fetched::new(1u32).ttl(Duration::from_secs(60))))
+                .collect::<Vec<_>>()
         })
         .await;
     assert_eq!(
@@ -355,7 +359,7 @@ async fn a_fetch_that_answers_too_few_calls_fails_the_rest_and_stores_nothing_fo
 #[tokio::test]
 async fn hit_now_answers_fresh_stored_values_without_a_future_and_counts_only_hits() {
     let cache: Cache<u32> = Cache::builder()
-        .ttl(Duration::from_millis(50))
+        .ttl(Duration::from_secs(60))
         .stale(Duration::from_secs(60))
         .build();
     let ns = cache.namespace("User.name");
@@ -375,9 +379,16 @@ async fn hit_now_answers_fresh_stored_values_without_a_future_and_counts_only_hi
     assert_eq!(cache.hit_now(key("u1"), &ns, refresher), Some(4));
     let stats = stats_of(&cache, "User.name");
     assert_eq!((stats.hits, stats.misses), (1, 1));
-    // Stale: left to the full call, which serves it and refreshes.
-    tokio::time::sleep(Duration::from_millis(80)).await;
-    assert_eq!(cache.hit_now(key("u1"), &ns, refresher), None);
+    // Stale (a fetch that kept it fresh for no time, in its stale window at once):
+    // left to the full call, which serves it and refreshes. No sleep: a short ttl
+    // would make the hit above depend on how fast this machine is.
+    cache
+        .get_or_fetch(key("u2"), &ns, || async {
+            Ok::<_, Boom>(Fetched::new(5u32).ttl(Duration::ZERO))
+        })
+        .await
+        .unwrap();
+    assert_eq!(cache.hit_now(key("u2"), &ns, refresher), None);
     assert_eq!(stats_of(&cache, "User.name").hits, 1);
     // A namespace that stores nothing never hits.
     let dedupe_only = cache.namespace_with("Query.me", cache_core::Policy::new());

@@ -13,3 +13,4 @@ mod stats;
 mod storage;
 mod strategy;
 mod support;
+mod zero_ttl;

@@ -41,7 +41,8 @@
 //! `hit` for a stored entry, `in_flight` for a fetch joined, or stored while the call
 //! was on its way). Counting costs one integer compare per answer.
 //!
-//! **Where entries live**: `tiers`. **What is configured**: `settings`.
+//! **Where entries live**: `tiers`. **What is configured**: `settings`, and what
+//! is refused because one setting would silently cancel another: `conflicts`.
 //!
 //! The executor ([`crate::execute`]) asks this layer for a [`Call`] per fetch (the
 //! key, or a bypass), then hands a batch of calls and one fetch closure to
@@ -56,9 +57,12 @@ use std::time::Duration;
 
 use cache_core::{BatchCall, CacheError, CacheKey, Fetched, KeyParts, Namespace, Policy};
 
+mod conflicts;
 mod references;
 mod settings;
 mod tiers;
+
+pub use conflicts::{check_flags, check_policy_against, TUNING_FLAGS};
 
 pub use settings::{
     build_strategies, CacheSettings, FieldPolicy, KeyPolicy, PolicyFile, RedisSettings,
@@ -133,6 +137,7 @@ impl ResolverCache {
     /// Redis and `settings.redis` is absent or its URL malformed; a Redis that is
     /// down is not an error (the cache then fetches, and counts storage errors).
     pub fn new(settings: CacheSettings) -> Result<ResolverCache, String> {
+        settings.check()?;
         let mut kinds = vec![settings.storage];
         for rule in settings.policies.policy.values() {
             if let Some(kind) = rule.storage.as_deref().map(StorageKind::parse) {

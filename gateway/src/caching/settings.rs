@@ -186,6 +186,9 @@ pub fn build_strategies(
 pub struct PolicyFile {
     #[serde(default)]
     pub policy: HashMap<String, FieldPolicy>,
+    /// Where it was read from, for messages (`None`: built in the process).
+    #[serde(skip)]
+    pub path: Option<std::path::PathBuf>,
 }
 
 /// Overrides for one `Type.field`.
@@ -228,8 +231,9 @@ impl PolicyFile {
     pub fn load(path: &Path) -> Result<PolicyFile, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("--policy {}: {e}", path.display()))?;
-        let file: PolicyFile =
+        let mut file: PolicyFile =
             toml::from_str(&text).map_err(|e| format!("--policy {}: {e}", path.display()))?;
+        file.path = Some(path.to_path_buf());
         for (name, rule) in &file.policy {
             if !name.contains('.') {
                 return Err(format!(
@@ -257,6 +261,14 @@ impl PolicyFile {
             }
         }
         Ok(file)
+    }
+
+    /// `--policy FILE`, as messages name it.
+    pub fn describe(&self) -> String {
+        match &self.path {
+            Some(path) => format!("--policy {}", path.display()),
+            None => "--policy".to_string(),
+        }
     }
 }
 

@@ -35,7 +35,7 @@ use hive_router_query_planner::planner::plan_nodes::{
 use hive_router_query_planner::utils::cancellation::CancellationToken;
 
 use super::operation::{
-    add_reference_keys, split_roots, typename_under_aliases, without_fragments, ReferenceKeys,
+    add_reference_keys, plain_typenames, split_roots, without_fragments, ReferenceKeys,
 };
 use super::shape::Shaper;
 use super::{
@@ -132,7 +132,7 @@ fn query_plan(
         if normalized.operation.selection_set.items.is_empty() {
             return Ok(None);
         }
-        typename_under_aliases(
+        plain_typenames(
             &mut normalized.operation.selection_set,
             root_type,
             &hive.supergraph,

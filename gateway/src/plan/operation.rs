@@ -18,14 +18,18 @@
 //!   entity type in an answer is asked for its `__typename` and its key fields
 //!   under reserved `_gw_k_*` aliases, so that each cache entry can name the
 //!   entities it holds (`User:u1`) and a mutation's answer the entities it touched
-//!   ([`crate::caching`]). Under an interface or union the aliases are asked per
+//!   ([`crate::caching`]). That includes the entity an `_entities` answer is
+//!   for, so that an entity's entry names its own entity (`Product:<upc>`), not
+//!   only those beneath it. Under an interface or union the aliases are asked per
 //!   concrete type, `_gw_k_<Type>__<field>`, since two types' key fields of one
 //!   name may differ in type, and one alias must have one type.
 //!
 //! And one to the client's operation before it is planned
-//! ([`typename_under_aliases`]): an interface or union selection that asks its
+//! ([`plain_typenames`]): an interface or union selection that asks its
 //! `__typename` under an alias only (`{ search { kind: __typename } }`) also asks it
-//! unaliased, since the response writer tells the concrete type by `__typename`.
+//! unaliased, since the response writer tells the concrete type by `__typename`;
+//! and a selection whose every item is under `@skip`/`@include` asks it too, so
+//! that the object is fetched however the variables fall.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -175,43 +179,140 @@ fn splice(set: &mut SelectionSet, ty: &str, state: &SupergraphState) {
 }
 
 /// The key fields to ask of subgraph objects, per (type, subgraph), parsed once.
+///
+/// One key per entity type names its references everywhere: the first key the
+/// supergraph declares for the type (its *canonical* key), so that an entry one
+/// subgraph's answer filled and a mutation another subgraph answered name the entity
+/// alike. A subgraph is asked for it only where it resolves every one of its fields
+/// itself (not `@external` there): an answer of a subgraph that cannot gives its
+/// objects no reference, which costs freshness until the entry's TTL, never an error.
 pub struct ReferenceKeys<'a> {
     supergraph: &'a Supergraph,
     state: &'a SupergraphState,
+    /// Per subgraph, its id in the supergraph's `join__Graph`.
+    graphs: Vec<Option<String>>,
     parsed: HashMap<(String, SubgraphId), Option<SelectionSet>>,
 }
 
 impl<'a> ReferenceKeys<'a> {
     pub fn new(supergraph: &'a Supergraph, state: &'a SupergraphState) -> ReferenceKeys<'a> {
+        let graphs = supergraph
+            .subgraphs
+            .iter()
+            .map(|sg| {
+                state
+                    .known_subgraphs
+                    .iter()
+                    .find_map(|(id, name)| (*name == sg.name).then(|| id.clone()))
+            })
+            .collect();
         ReferenceKeys {
             supergraph,
             state,
+            graphs,
             parsed: HashMap::new(),
         }
     }
 
-    /// The key selection `subgraph` declares for `ty`, when it declares one.
+    /// The canonical key of `ty`, when `subgraph` resolves all its fields.
     fn key(&mut self, ty: &str, subgraph: SubgraphId) -> Option<SelectionSet> {
-        let supergraph = self.supergraph;
-        self.parsed
-            .entry((ty.to_string(), subgraph))
-            .or_insert_with(|| {
-                let fields = supergraph.key_in(ty, subgraph)?;
-                let doc = graphql_tools::parser::parse_query::<String>(&format!("{{{fields}}}"))
-                    .ok()?
-                    .into_static();
-                doc.definitions.into_iter().find_map(|d| match d {
-                    graphql_tools::parser::query::Definition::Operation(
-                        graphql_tools::parser::query::OperationDefinition::SelectionSet(set),
-                    ) => Some(SelectionSet::from(set)),
-                    _ => None,
-                })
-            })
-            .clone()
+        if let Some(known) = self.parsed.get(&(ty.to_string(), subgraph)) {
+            return known.clone();
+        }
+        let key = self
+            .canonical(ty)
+            .filter(|key| self.resolves_all(ty, key, subgraph));
+        self.parsed.insert((ty.to_string(), subgraph), key.clone());
+        key
     }
 
-    /// The type of field `field` of `ty` in the supergraph (any subgraph's view).
-    fn field_type(&self, ty: &str, field: &str) -> Option<String> {
+    /// The first key the supergraph declares for `ty`, parsed.
+    fn canonical(&self, ty: &str) -> Option<SelectionSet> {
+        use hive_router_query_planner::state::supergraph_state::SupergraphDefinition as D;
+        let join_types = match self.state.definitions.get(ty)? {
+            D::Object(o) => &o.join_type,
+            D::Interface(i) => &i.join_type,
+            _ => return None,
+        };
+        let fields = join_types.iter().find_map(|jt| jt.key.as_deref())?;
+        let doc = graphql_tools::parser::parse_query::<String>(&format!("{{{fields}}}"))
+            .ok()?
+            .into_static();
+        doc.definitions.into_iter().find_map(|d| match d {
+            graphql_tools::parser::query::Definition::Operation(
+                graphql_tools::parser::query::OperationDefinition::SelectionSet(set),
+            ) => Some(SelectionSet::from(set)),
+            _ => None,
+        })
+    }
+
+    /// The field `field` of `ty` as `subgraph` has it.
+    fn in_subgraph(&self, ty: &str, field: &str, subgraph: SubgraphId) -> InSubgraph {
+        let Some(graph) = self.graphs.get(subgraph).and_then(Option::as_deref) else {
+            return InSubgraph::Absent;
+        };
+        let Some(def) = self.state.definitions.get(ty) else {
+            return InSubgraph::Absent;
+        };
+        let Some(f) = def.fields().get(field) else {
+            return InSubgraph::Absent;
+        };
+        if f.join_field.is_empty() {
+            // No join directive: every subgraph of the type resolves it.
+            return if def.is_defined_in_subgraph(graph) {
+                InSubgraph::Resolved { own_type: None }
+            } else {
+                InSubgraph::Absent
+            };
+        }
+        match f
+            .join_field
+            .iter()
+            .find(|jf| jf.graph_id.as_deref() == Some(graph))
+        {
+            Some(jf) if jf.external => InSubgraph::External,
+            Some(jf) => InSubgraph::Resolved {
+                own_type: jf
+                    .type_in_graph
+                    .as_ref()
+                    .map(|t| t.inner_type().to_string()),
+            },
+            None => InSubgraph::Absent,
+        }
+    }
+
+    /// Whether `subgraph` resolves every field of `set` (on objects of type `ty`),
+    /// nested ones included.
+    fn resolves_all(&self, ty: &str, set: &SelectionSet, subgraph: SubgraphId) -> bool {
+        set.items.iter().all(|item| match item {
+            SelectionItem::Field(f) => {
+                self.resolves(ty, &f.name, subgraph)
+                    && (f.selections.items.is_empty()
+                        || self.field_type(ty, &f.name, subgraph).is_some_and(|child| {
+                            self.resolves_all(&child, &f.selections, subgraph)
+                        }))
+            }
+            _ => false,
+        })
+    }
+
+    /// Whether `subgraph` resolves field `field` of `ty` itself.
+    fn resolves(&self, ty: &str, field: &str, subgraph: SubgraphId) -> bool {
+        matches!(
+            self.in_subgraph(ty, field, subgraph),
+            InSubgraph::Resolved { .. }
+        )
+    }
+
+    /// The type of field `field` of `ty` in `subgraph`'s own schema (a subgraph may
+    /// declare a field with a narrower type than the supergraph's).
+    fn field_type(&self, ty: &str, field: &str, subgraph: SubgraphId) -> Option<String> {
+        if let InSubgraph::Resolved {
+            own_type: Some(own),
+        } = self.in_subgraph(ty, field, subgraph)
+        {
+            return Some(own);
+        }
         self.state
             .field_return_type_name(ty, field)
             .map(str::to_string)
@@ -231,13 +332,7 @@ impl<'a> ReferenceKeys<'a> {
     /// validate there).
     fn possible(&self, ty: &str, subgraph: SubgraphId) -> Vec<String> {
         use hive_router_query_planner::state::supergraph_state::SupergraphDefinition as D;
-        let name = &self.supergraph.subgraphs[subgraph].name;
-        let Some(graph) = self
-            .state
-            .known_subgraphs
-            .iter()
-            .find_map(|(id, n)| (n == name).then_some(id.as_str()))
-        else {
+        let Some(graph) = self.graphs.get(subgraph).and_then(Option::as_deref) else {
             return Vec::new();
         };
         match self.state.definitions.get(ty) {
@@ -265,6 +360,17 @@ impl<'a> ReferenceKeys<'a> {
     }
 }
 
+/// How a subgraph has a field.
+enum InSubgraph {
+    /// It resolves it, with this named type when its own differs from the
+    /// supergraph's.
+    Resolved { own_type: Option<String> },
+    /// It names it `@external`: another subgraph resolves it.
+    External,
+    /// It has no such field.
+    Absent,
+}
+
 /// Ask every entity in `doc`'s answer (sent to `subgraph`, its root of type
 /// `root_type`) for its `__typename` and key fields under reserved aliases.
 pub fn add_reference_keys(
@@ -276,17 +382,21 @@ pub fn add_reference_keys(
     for item in &mut doc.operation.selection_set.items {
         if let SelectionItem::Field(f) = item {
             if f.name == "_entities" {
-                // Each `...on T` is a position of type T, whose own reference is its
-                // representation's: only what lies beneath needs keys.
+                // Each `...on T` is a position of type T: the entity itself is asked
+                // for its keys too, so that its entry names it (`Product:<upc>`) and
+                // a mutation of it drops the entry, whichever way it was reached.
                 for item in &mut f.selections.items {
                     if let SelectionItem::InlineFragment(i) = item {
                         let ty = i.type_condition.clone();
+                        if let Some(key) = keys.key(&ty, subgraph) {
+                            add_keys(&mut i.selections, &key, None);
+                        }
                         beneath(&mut i.selections, &ty, subgraph, keys);
                     }
                 }
                 continue;
             }
-            if let Some(ty) = keys.field_type(root_type, &f.name) {
+            if let Some(ty) = keys.field_type(root_type, &f.name, subgraph) {
                 position(&mut f.selections, &ty, subgraph, keys);
             }
         }
@@ -331,7 +441,7 @@ fn beneath(set: &mut SelectionSet, ty: &str, subgraph: SubgraphId, keys: &mut Re
     for item in &mut set.items {
         match item {
             SelectionItem::Field(f) if !f.selections.items.is_empty() => {
-                if let Some(child) = keys.field_type(ty, &f.name) {
+                if let Some(child) = keys.field_type(ty, &f.name, subgraph) {
                     position(&mut f.selections, &child, subgraph, keys);
                 }
             }
@@ -369,11 +479,17 @@ fn add_keys(set: &mut SelectionSet, key: &SelectionSet, concrete: Option<&str>) 
     }
 }
 
-/// Make every interface or union selection of `set` (of objects of type `ty`) that
-/// asks `__typename` under an alias only ask it plainly too. The planner takes an
-/// aliased `__typename` for the one it would add, so without this a subgraph's
-/// answer would name no concrete type the response writer can read.
-pub fn typename_under_aliases(set: &mut SelectionSet, ty: &str, state: &SupergraphState) {
+/// Add a plain `__typename` to every selection of `set` (of objects of type `ty`)
+/// that needs one for its answer to be read:
+/// - an interface or union selection that asks `__typename` only under an alias: the
+///   planner takes an aliased `__typename` for the one it would add, so without this
+///   a subgraph's answer would name no concrete type the response writer can read;
+/// - a selection that asks no field whatever the variables (every item is under
+///   `@skip`/`@include`, or a fragment of such, or emptied by `@skip(if: true)`):
+///   when they are all skipped, the answer is still `{}` or `null` as the subgraph
+///   says, so the object must be fetched, and the planner would otherwise put the
+///   whole fetch under the condition (or fail to plan it at all).
+pub fn plain_typenames(set: &mut SelectionSet, ty: &str, state: &SupergraphState) {
     use hive_router_query_planner::state::supergraph_state::SupergraphDefinition as D;
     let is_abstract = matches!(
         state.definitions.get(ty),
@@ -382,7 +498,7 @@ pub fn typename_under_aliases(set: &mut SelectionSet, ty: &str, state: &Supergra
     let aliased = set.items.iter().any(
         |i| matches!(i, SelectionItem::Field(f) if f.name == "__typename" && f.alias.is_some()),
     );
-    if is_abstract && aliased {
+    if (is_abstract && aliased) || !asks_a_field_always(set) {
         typename(set);
     }
     for item in &mut set.items {
@@ -390,16 +506,30 @@ pub fn typename_under_aliases(set: &mut SelectionSet, ty: &str, state: &Supergra
             SelectionItem::Field(f) if !f.selections.items.is_empty() => {
                 if let Some(child) = state.field_return_type_name(ty, &f.name) {
                     let child = child.to_string();
-                    typename_under_aliases(&mut f.selections, &child, state);
+                    plain_typenames(&mut f.selections, &child, state);
                 }
             }
             SelectionItem::InlineFragment(i) => {
                 let on = i.type_condition.clone();
-                typename_under_aliases(&mut i.selections, &on, state);
+                plain_typenames(&mut i.selections, &on, state);
             }
             _ => {}
         }
     }
+}
+
+/// Whether `set` asks some field whatever the variables: one without `@skip` or
+/// `@include`, at its level or in a fragment without them. (A fragment's type
+/// condition may not hold, but an abstract selection gets its `__typename` from the
+/// planner anyway.)
+fn asks_a_field_always(set: &SelectionSet) -> bool {
+    set.items.iter().any(|i| match i {
+        SelectionItem::Field(f) => f.skip_if.is_none() && f.include_if.is_none(),
+        SelectionItem::InlineFragment(f) => {
+            f.skip_if.is_none() && f.include_if.is_none() && asks_a_field_always(&f.selections)
+        }
+        _ => false,
+    })
 }
 
 /// Add `__typename` to `set` unless it is there.

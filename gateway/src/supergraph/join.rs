@@ -7,9 +7,8 @@
 //! `join__unionMember`, `join__enumValue`) and prunes `@inaccessible` elements into
 //! its consumer schema. The model is then read off the planner's own state, so the
 //! planner and the rest of the gateway can never disagree about the graph: the
-//! public types from the consumer schema, subgraph names and URLs from
-//! `join__Graph` (in the enum's order), and each entity's keys per subgraph from
-//! its `@join__type(key:)`.
+//! public types from the consumer schema, and subgraph names and URLs from
+//! `join__Graph` (in the enum's order).
 //!
 //! Only join v0.3 to v0.5 with link v1.0 is read (what Federation 2's composers
 //! write); anything else is refused before the planner sees it, with a message
@@ -22,7 +21,6 @@ use std::sync::Arc;
 
 use graphql_tools::parser::schema::{Definition, TypeDefinition};
 use hive_router_query_planner::planner::{Planner as HivePlanner, QueryPlannerOptions};
-use hive_router_query_planner::state::supergraph_state::SupergraphDefinition;
 
 use super::{public, Subgraph, SubgraphId, Supergraph};
 
@@ -85,26 +83,9 @@ impl Supergraph {
                 url,
             });
         }
-        let mut keys: HashMap<String, Vec<(SubgraphId, Arc<str>)>> = HashMap::new();
-        for (name, def) in &state.definitions {
-            let join_types = match def {
-                SupergraphDefinition::Object(o) => &o.join_type,
-                SupergraphDefinition::Interface(i) => &i.join_type,
-                _ => continue,
-            };
-            for jt in join_types {
-                let (Some(key), Some(&id)) = (&jt.key, ids.get(jt.graph_id.as_str())) else {
-                    continue;
-                };
-                let entry = keys.entry(name.clone()).or_default();
-                if !entry.iter().any(|(s, _)| *s == id) {
-                    entry.push((id, Arc::from(key.as_str())));
-                }
-            }
-        }
         let consumer = planner.consumer_schema.document.to_string();
         let public = public::read(&consumer).map_err(fail)?;
-        let model = Supergraph::assemble(subgraphs, public, Arc::from(sdl), keys);
+        let model = Supergraph::assemble(subgraphs, public, Arc::from(sdl));
         Ok((model, planner))
     }
 }

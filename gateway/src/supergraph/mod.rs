@@ -14,8 +14,8 @@
 //! [`Supergraph`] holds is what the rest of the gateway asks of the schema: the
 //! public types (`@inaccessible` elements removed) for validation, introspection
 //! and the response's shape; which object types an interface or union may hold;
-//! each subgraph's URL; and each entity's key fields per subgraph, under which the
-//! cache's references are read ([`crate::caching`]).
+//! and each subgraph's URL. What only planning needs (keys, `@external`, each
+//! subgraph's own view of a type) stays in the planner's state.
 
 pub mod compose;
 mod emit;
@@ -60,9 +60,6 @@ pub struct Supergraph {
     pub sdl: Arc<str>,
     /// Per abstract type, the object types it may hold (sorted).
     possible: HashMap<String, Vec<String>>,
-    /// Per type name, per subgraph that declares a `@key` for it: the first key's
-    /// field set, as written (`id`, `sku upc`, `id organization { id }`).
-    keys: HashMap<String, Vec<(SubgraphId, Arc<str>)>>,
 }
 
 #[derive(Debug)]
@@ -120,7 +117,6 @@ impl Supergraph {
         subgraphs: Vec<Subgraph>,
         public: public::PublicSchema,
         sdl: Arc<str>,
-        keys: HashMap<String, Vec<(SubgraphId, Arc<str>)>>,
     ) -> Supergraph {
         let public::PublicSchema {
             types,
@@ -160,7 +156,6 @@ impl Supergraph {
                 .into_iter()
                 .map(|(k, v)| (k, v.into_iter().collect()))
                 .collect(),
-            keys,
         }
     }
 
@@ -216,15 +211,6 @@ impl Supergraph {
 
     pub fn subgraph_id(&self, name: &str) -> Option<SubgraphId> {
         self.subgraphs.iter().position(|s| s.name == name)
-    }
-
-    /// The key field set subgraph `id` declares first for `ty`, if any.
-    pub fn key_in(&self, ty: &str, id: SubgraphId) -> Option<&str> {
-        self.keys
-            .get(ty)?
-            .iter()
-            .find(|(s, _)| *s == id)
-            .map(|(_, k)| &**k)
     }
 
     /// Replace subgraph URLs (`--subgraph-url NAME=URL`); an unknown name is an

@@ -104,8 +104,65 @@ pub struct UpstreamArgs {
     pub breaker_probes: Vec<String>,
 }
 
-/// One flag's setter: parse the value and put it into the limits.
-type Setter = fn(&mut SubgraphLimits, &str) -> Result<(), String>;
+/// One subgraph's limits while the flags are read. The error-ratio rule's window and
+/// volume are kept apart from its ratio, so each flag applies whatever the order of
+/// the flags and whether a ratio turns the rule off and another on again; `given`
+/// keeps the flags that reached this subgraph, for the refusals.
+#[derive(Debug, Clone)]
+struct Draft {
+    limits: SubgraphLimits,
+    ratio: f64,
+    window: Duration,
+    min_calls: u32,
+    /// (flag, value as given, whether it named this subgraph).
+    given: Vec<(&'static str, String, bool)>,
+}
+
+impl Draft {
+    fn new(limits: &SubgraphLimits) -> Draft {
+        let rule = limits.breaker.error_ratio;
+        Draft {
+            limits: limits.clone(),
+            ratio: rule.map_or(0.0, |r| r.ratio),
+            window: rule.map_or(Duration::from_secs(10), |r| r.window),
+            min_calls: rule.map_or(20, |r| r.min_calls),
+            given: Vec::new(),
+        }
+    }
+
+    fn finish(mut self) -> SubgraphLimits {
+        self.limits.breaker.error_ratio = (self.ratio > 0.0).then_some(ErrorRatio {
+            ratio: self.ratio,
+            window: self.window,
+            min_calls: self.min_calls,
+        });
+        self.limits
+    }
+
+    /// The first flag of `flags` that reached this subgraph, named (`named`) or bare.
+    fn got(&self, flags: &[&str], named: bool) -> Option<String> {
+        self.given
+            .iter()
+            .find(|(flag, _, n)| flags.contains(flag) && *n == named)
+            .map(|(flag, value, _)| format!("{flag} {value}"))
+    }
+
+    fn ratio_off(&self) -> bool {
+        self.ratio <= 0.0
+    }
+
+    /// Neither rule can open this subgraph's breaker.
+    fn breaker_off(&self) -> bool {
+        self.ratio_off() && self.limits.breaker.consecutive_failures == u32::MAX
+    }
+}
+
+/// One flag's setter: parse the value and put it into a subgraph's draft.
+type Setter = fn(&mut Draft, &str) -> Result<(), String>;
+
+/// The flags that tune the error-ratio rule, and those that tune an open breaker.
+const RATIO_TUNING: [&str; 2] = ["--breaker-window", "--breaker-min-requests"];
+const OPEN_TUNING: [&str; 2] = ["--breaker-open-for", "--breaker-probes"];
 
 impl UpstreamArgs {
     /// The settings these flags give, for subgraphs `names`, over `defaults`.
@@ -114,103 +171,135 @@ impl UpstreamArgs {
         names: &[&str],
         defaults: SubgraphLimits,
     ) -> Result<UpstreamSettings, String> {
-        let flags: [(&str, &[String], Setter); 8] = [
-            ("--subgraph-timeout", &self.subgraph_timeout, |l, v| {
-                l.request_timeout = positive_duration(v)?;
+        let flags: [(&'static str, &[String], Setter); 8] = [
+            ("--subgraph-timeout", &self.subgraph_timeout, |d, v| {
+                d.limits.request_timeout = positive_duration(v)?;
                 Ok(())
             }),
             (
                 "--subgraph-connect-timeout",
                 &self.subgraph_connect_timeout,
-                |l, v| {
-                    l.connect_timeout = positive_duration(v)?;
+                |d, v| {
+                    d.limits.connect_timeout = positive_duration(v)?;
                     Ok(())
                 },
             ),
-            ("--breaker-failures", &self.breaker_failures, |l, v| {
+            ("--breaker-failures", &self.breaker_failures, |d, v| {
                 let n: u32 = count(v)?;
-                l.breaker.consecutive_failures = if n == 0 { u32::MAX } else { n };
+                d.limits.breaker.consecutive_failures = if n == 0 { u32::MAX } else { n };
                 Ok(())
             }),
             (
                 "--breaker-error-ratio",
                 &self.breaker_error_ratio,
-                |l, v| {
-                    let ratio: f64 = v
+                |d, v| {
+                    d.ratio = v
                         .parse()
                         .ok()
                         .filter(|r: &f64| (0.0..=1.0).contains(r))
                         .ok_or_else(|| format!("{v:?} is not a share from 0 to 1"))?;
-                    let mut rule = l.breaker.error_ratio.unwrap_or(ErrorRatio {
-                        ratio,
-                        window: Duration::from_secs(10),
-                        min_calls: 20,
-                    });
-                    rule.ratio = ratio;
-                    l.breaker.error_ratio = (ratio > 0.0).then_some(rule);
                     Ok(())
                 },
             ),
-            ("--breaker-window", &self.breaker_window, |l, v| {
-                let window = positive_duration(v)?;
-                if let Some(rule) = &mut l.breaker.error_ratio {
-                    rule.window = window;
-                }
+            ("--breaker-window", &self.breaker_window, |d, v| {
+                d.window = positive_duration(v)?;
                 Ok(())
             }),
             (
                 "--breaker-min-requests",
                 &self.breaker_min_requests,
-                |l, v| {
-                    let n = count(v)?;
-                    if let Some(rule) = &mut l.breaker.error_ratio {
-                        rule.min_calls = n;
-                    }
+                |d, v| {
+                    d.min_calls = count(v)?;
                     Ok(())
                 },
             ),
-            ("--breaker-open-for", &self.breaker_open_for, |l, v| {
-                l.breaker.open_for = positive_duration(v)?;
+            ("--breaker-open-for", &self.breaker_open_for, |d, v| {
+                d.limits.breaker.open_for = positive_duration(v)?;
                 Ok(())
             }),
-            ("--breaker-probes", &self.breaker_probes, |l, v| {
-                l.breaker.probes = count(v)?.max(1);
+            ("--breaker-probes", &self.breaker_probes, |d, v| {
+                d.limits.breaker.probes = count(v)?.max(1);
                 Ok(())
             }),
         ];
-        // The error ratio's window and volume apply to a rule the ratio flag may turn
-        // on or off, so the ratio goes first in each pass.
-        let order = [3usize, 0, 1, 2, 4, 5, 6, 7];
-        let mut settings = UpstreamSettings::uniform(defaults);
-        for &i in &order {
-            let (flag, values, set) = &flags[i];
+        let mut shared = Draft::new(&defaults);
+        for (flag, values, set) in &flags {
             for value in values.iter().filter(|v| split(v).0.is_none()) {
-                set(&mut settings.defaults, value).map_err(|e| format!("{flag} {value}: {e}"))?;
+                set(&mut shared, value).map_err(|e| format!("{flag} {value}: {e}"))?;
+                shared.given.push((flag, value.clone(), false));
             }
         }
-        settings.per_subgraph = names
+        let mut drafts: Vec<(String, Draft)> = names
             .iter()
-            .map(|n| (n.to_string(), settings.defaults.clone()))
+            .map(|n| (n.to_string(), shared.clone()))
             .collect();
-        for &i in &order {
-            let (flag, values, set) = &flags[i];
+        for (flag, values, set) in &flags {
             for value in values.iter() {
                 let (Some(name), v) = split(value) else {
                     continue;
                 };
-                let limits = settings
-                    .per_subgraph
+                let draft = drafts
                     .iter_mut()
                     .find(|(n, _)| n == name)
-                    .map(|(_, l)| l)
+                    .map(|(_, d)| d)
                     .ok_or_else(|| {
                         format!("{flag} {value}: no subgraph is named {name:?} (see --subgraph)")
                     })?;
-                set(limits, v).map_err(|e| format!("{flag} {value}: {e}"))?;
+                set(draft, v).map_err(|e| format!("{flag} {value}: {e}"))?;
+                draft.given.push((flag, value.clone(), true));
             }
         }
-        Ok(settings)
+        refuse_cancelled(&shared, &drafts)?;
+        Ok(UpstreamSettings {
+            defaults: shared.finish(),
+            per_subgraph: drafts.into_iter().map(|(n, d)| (n, d.finish())).collect(),
+        })
     }
+}
+
+/// Refuses a flag that another cancels: the error-ratio rule's window or volume where
+/// the rule is off, an open breaker's settings where it never opens, and a connect
+/// timeout the request timeout would end first. A bare value is refused only when it
+/// would do nothing for every subgraph.
+fn refuse_cancelled(shared: &Draft, drafts: &[(String, Draft)]) -> Result<(), String> {
+    for (name, d) in drafts {
+        if let Some(flag) = d.got(&RATIO_TUNING, true).filter(|_| d.ratio_off()) {
+            return Err(format!(
+                "{flag}: {name}'s error-ratio rule is off (--breaker-error-ratio 0), so this would do nothing; drop it, or give {name} a ratio above 0"
+            ));
+        }
+        if let Some(flag) = d.got(&OPEN_TUNING, true).filter(|_| d.breaker_off()) {
+            return Err(format!(
+                "{flag}: {name}'s breaker never opens (--breaker-failures 0 and --breaker-error-ratio 0), so this would do nothing; drop it, or turn a rule on"
+            ));
+        }
+        let connect = d
+            .got(&["--subgraph-connect-timeout"], true)
+            .or_else(|| d.got(&["--subgraph-connect-timeout"], false));
+        if let Some(flag) = connect {
+            if d.limits.connect_timeout > d.limits.request_timeout {
+                return Err(format!(
+                    "{flag}: longer than {name}'s request timeout ({:?}), which ends the connection attempt first; give a connect timeout no longer than the request timeout (--subgraph-timeout, --upstream-timeout-ms)",
+                    d.limits.request_timeout
+                ));
+            }
+        }
+    }
+    if let Some(flag) = shared.got(&RATIO_TUNING, false) {
+        if drafts.iter().all(|(_, d)| d.ratio_off()) {
+            return Err(format!(
+                "{flag}: the error-ratio rule is off for every subgraph (--breaker-error-ratio 0), so this would do nothing"
+            ));
+        }
+    }
+    if let Some(flag) = shared.got(&OPEN_TUNING, false) {
+        if drafts.iter().all(|(_, d)| d.breaker_off()) {
+            return Err(format!(
+                "{flag}: no subgraph's breaker ever opens (--breaker-failures 0 and --breaker-error-ratio 0), so this would do nothing"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `NAME=VALUE` as (Some(NAME), VALUE); `VALUE` as (None, VALUE).
@@ -284,6 +373,16 @@ mod tests {
             s.of("user").breaker.error_ratio.unwrap().window,
             Duration::from_secs(30)
         );
+    }
+
+    #[test]
+    fn a_bare_window_reaches_a_subgraph_whose_ratio_a_named_flag_turns_on() {
+        let s = args(&[("ratio", "0"), ("ratio", "post=0.2"), ("window", "30s")])
+            .settings(&["user", "post"], SubgraphLimits::default())
+            .unwrap();
+        let rule = s.of("post").breaker.error_ratio.unwrap();
+        assert_eq!((rule.ratio, rule.window), (0.2, Duration::from_secs(30)));
+        assert_eq!(s.of("user").breaker.error_ratio, None);
     }
 
     #[test]

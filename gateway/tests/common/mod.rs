@@ -1,10 +1,15 @@
 //! Test rig: the two subgraphs and the gateway, each on its own free 127.0.0.1 port,
-//! in this process, spoken to over real HTTP.
+//! in this process, spoken to over real HTTP. Other graphs behind the gateway:
+//! [`commerce`] (the commerce graph's four subgraphs) and [`namesakes`] (two types
+//! that share their ids).
 #![allow(dead_code)]
 
 pub mod campaign;
+pub mod commerce;
 pub mod federated;
+pub mod namesakes;
 pub mod shared_cache;
+pub mod strategies;
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -95,6 +100,16 @@ pub fn cache(ttl: f64) -> Option<gateway::caching::CacheSettings> {
         strategies: Vec::new(),
         eviction: Default::default(),
     })
+}
+
+/// [`cache`] settings, changed by `tweak`.
+pub fn cache_with(
+    ttl: f64,
+    tweak: impl FnOnce(&mut gateway::caching::CacheSettings),
+) -> Option<gateway::caching::CacheSettings> {
+    let mut settings = cache(ttl)?;
+    tweak(&mut settings);
+    Some(settings)
 }
 
 pub fn config(subgraphs: Vec<Subgraph>) -> GatewayConfig {
@@ -295,12 +310,17 @@ pub async fn gateway_limited(
     limits: gateway::server::load::LoadLimits,
     tweak: impl FnOnce(&mut GatewayConfig),
 ) -> Server {
-    let mut cfg = config(lab_subgraphs(user, post));
+    let mut cfg = config_over(user, post);
     tweak(&mut cfg);
     let app = gateway::startup::build_app(&cfg)
         .await
         .expect("gateway starts");
     Server::start(gateway::server::router_with_limits(app, limits)).await
+}
+
+/// The test configuration of a gateway over `user` and `post`.
+pub fn config_over(user: &Server, post: &Server) -> GatewayConfig {
+    config(lab_subgraphs(user, post))
 }
 
 /// The lab's two subgraphs, `user` and `post`, where these servers listen.
@@ -315,6 +335,26 @@ pub fn lab_subgraphs(user: &Server, post: &Server) -> Vec<Subgraph> {
             url: post.url(),
         },
     ]
+}
+
+/// An in-process gateway over supergraph `sdl`, its subgraphs at `urls` (as
+/// `--supergraph FILE --subgraph-url NAME=URL`), configured by `tweak`.
+pub async fn gateway_over_supergraph(
+    sdl: String,
+    urls: Vec<Subgraph>,
+    tweak: impl FnOnce(&mut GatewayConfig),
+) -> Server {
+    let mut cfg = config(Vec::new());
+    cfg.graph = GraphSource::Supergraph {
+        sdl,
+        subgraphs: urls.clone(),
+        overrides: urls,
+    };
+    tweak(&mut cfg);
+    let app = gateway::startup::build_app(&cfg)
+        .await
+        .expect("the gateway starts over the supergraph");
+    Server::start(gateway::server::router(app)).await
 }
 
 /// A free TCP port on 127.0.0.1.
@@ -423,7 +463,6 @@ impl Drop for GatewayProcess {
     }
 }
 
-/// The value of the first sample named `name` (with any labels) in Prometheus text.
 /// The Prometheus text of the `/metrics` of whatever listens at `addr`.
 pub async fn metrics_of(http: &reqwest::Client, addr: SocketAddr) -> String {
     http.get(format!("http://{addr}/metrics"))
@@ -442,6 +481,48 @@ pub fn sample(text: &str, series: &str) -> Option<f64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// The resolver cache's counters in a gateway's `/metrics` text.
+pub struct CacheCounters(pub String);
+
+impl CacheCounters {
+    /// `gateway_cache_<counter>_total` of `namespace` (0 when absent).
+    pub fn get(&self, counter: &str, namespace: &str) -> u64 {
+        let series = format!("gateway_cache_{counter}_total{{namespace=\"{namespace}\"}}");
+        sample(&self.0, &series).map_or(0, |v| v as u64)
+    }
+
+    /// Assert that `gateway_cache_<counter>_total` of `namespace` is `expected`,
+    /// showing the namespace's counters when it is not.
+    #[track_caller]
+    pub fn assert(&self, counter: &str, namespace: &str, expected: u64) {
+        let got = self.get(counter, namespace);
+        if got != expected {
+            let label = format!("{{namespace=\"{namespace}\"}}");
+            let lines: Vec<&str> = self.0.lines().filter(|l| l.contains(&label)).collect();
+            panic!(
+                "{counter} of {namespace}: {got}, expected {expected}\n{}",
+                lines.join("\n")
+            );
+        }
+    }
+
+    /// The namespaces the cache was asked for (a miss, a hit, a join or a skip).
+    pub fn called(&self) -> std::collections::BTreeSet<String> {
+        let counters = ["misses", "hits", "dedupes", "skips"];
+        self.0
+            .lines()
+            .filter_map(|l| {
+                let rest = counters.iter().find_map(|c| {
+                    l.strip_prefix(&format!("gateway_cache_{c}_total{{namespace=\""))
+                })?;
+                let (namespace, value) = rest.split_once("\"} ")?;
+                (value.trim() != "0").then(|| namespace.to_string())
+            })
+            .collect()
+    }
+}
+
+/// The value of the first sample named `name` (with any labels) in Prometheus text.
 pub fn metric(text: &str, name: &str) -> Option<f64> {
     text.lines()
         .filter(|l| !l.starts_with('#'))

@@ -184,6 +184,7 @@ fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
 
 /// Run the matrix; returns the run directory.
 pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
+    args.check()?;
     let experiment_text = std::fs::read_to_string(&args.config)
         .map_err(|e| anyhow!("--config {}: {e}", args.config.display()))?;
     let mut experiment = Experiment::parse(&experiment_text, &args.config)?;

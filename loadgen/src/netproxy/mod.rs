@@ -31,9 +31,11 @@
 //! On SIGTERM or SIGINT the proxy prints what it forwarded (connections, chunks, bytes,
 //! resets) and exits 0.
 //!
-//! Accuracy and CPU per chunk were measured by `loadgen/tests/netproxy.rs` (figures in
-//! `loadgen/README.md`).
+//! Accuracy and CPU per chunk are measured by `loadgen netproxy-accuracy`
+//! ([`accuracy`]), run and recorded by `scripts/netproxy-accuracy.sh`
+//! (`docs/netproxy-accuracy.md` quotes the run).
 
+pub mod accuracy;
 pub mod connection;
 pub mod delay;
 pub mod socket;
