@@ -26,15 +26,14 @@ use std::task::Poll;
 use std::time::Instant;
 
 use async_graphql::{ServerError, Variables};
-use async_graphql_parser::types::{
-    DocumentOperations, ExecutableDocument, OperationDefinition, OperationType,
-};
+use async_graphql_parser::types::{OperationDefinition, OperationType};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use crate::documents::validation::{DocumentLimits, Validator};
 use crate::documents::{
-    admit, check_variables, CachedDocument, DocumentCache, DocumentKey, KeptPlan, Refusal,
+    admit, check_variables, operation, CachedDocument, DocumentCache, DocumentKey, KeptPlan,
+    Refusal,
 };
 use crate::execute::Executor;
 use crate::plan::{Conditions, DocumentView, Plan, Planner};
@@ -114,29 +113,6 @@ fn respond(status: StatusCode, body: Vec<u8>, media: MediaType) -> Response {
         HeaderValue::from_static(media.as_str()),
     );
     out
-}
-
-/// The operation of `doc` that `name` selects, with async-graphql's messages when
-/// none does.
-fn operation<'d>(
-    doc: &'d ExecutableDocument,
-    name: Option<&str>,
-) -> Result<&'d OperationDefinition, ServerError> {
-    let unknown = |n: &str| ServerError::new(format!(r#"Unknown operation named "{n}""#), None);
-    match (&doc.operations, name) {
-        (DocumentOperations::Single(op), None) => Ok(&op.node),
-        (DocumentOperations::Single(_), Some(n)) => Err(unknown(n)),
-        (DocumentOperations::Multiple(ops), Some(n)) => {
-            ops.get(n).map(|op| &op.node).ok_or_else(|| unknown(n))
-        }
-        (DocumentOperations::Multiple(ops), None) if ops.len() == 1 => {
-            Ok(&ops.values().next().expect("one operation").node)
-        }
-        (DocumentOperations::Multiple(_), None) => Err(ServerError::new(
-            "Operation name required in request.",
-            None,
-        )),
-    }
 }
 
 /// Give every variable the operation declares with a default, and the client did not
