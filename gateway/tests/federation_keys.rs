@@ -456,7 +456,8 @@ async fn with_the_cache_on_every_key_form_answers_as_without_it_and_a_repeat_ask
     // resolve it alongside the fields the plan wants, and none of that may change an
     // answer or make a repeat ask a subgraph again.
     let plain = start().await;
-    let cached = Federation::start_with(GRAPH, subgraphs(), |c| c.cache = common::cache(30.0)).await;
+    let cached =
+        Federation::start_with(GRAPH, subgraphs(), |c| c.cache = common::cache(30.0)).await;
     for query in [
         "{ products { id sku name price stock { warehouse count } } }",
         "{ lowStock { sku price } }",
@@ -468,7 +469,11 @@ async fn with_the_cache_on_every_key_form_answers_as_without_it_and_a_repeat_ask
         assert_eq!(cached.query(query).await, expected, "cold cache: {query}");
         cached.clear_logs();
         assert_eq!(cached.query(query).await, expected, "warm cache: {query}");
-        let asked: Vec<_> = cached.counts().into_iter().filter(|(_, n)| *n > 0).collect();
+        let asked: Vec<_> = cached
+            .counts()
+            .into_iter()
+            .filter(|(_, n)| *n > 0)
+            .collect();
         assert!(
             asked.is_empty() || expected.get("errors").is_some(),
             "{query}: a repeat within the ttl asked {asked:?}"

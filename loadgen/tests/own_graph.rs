@@ -197,7 +197,12 @@ fn a_graph_it_brings_is_measured_end_to_end() {
     let config = dir.join("own.toml");
     std::fs::write(&config, experiment(&theirs.urls(), "")).unwrap();
     let run = dir.join("run");
-    quick_matrix(&config, &run, &bin_dir(), &["--duration", "1s", "--warmup", "0s"]);
+    quick_matrix(
+        &config,
+        &run,
+        &bin_dir(),
+        &["--duration", "1s", "--warmup", "0s"],
+    );
 
     let summary: Summary =
         serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
