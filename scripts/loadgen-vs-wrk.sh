@@ -6,26 +6,65 @@
 # matrix; rounds interleaved, the order rotating. Prints every run, then per
 # configuration the median per-round req/s ratio of each loadgen path to wrk and each
 # tool's CPU per request (its own user + system time over the run / requests).
-#   scripts/loadgen-vs-wrk.sh [ROUNDS] [SECONDS]       # default 3 rounds of 5 s
-# Output is kept in results/<stamp>-loadgen-vs-wrk/summary.txt.
+# With --deep, the same on the deep query of experiments/deep.toml (DeepWishlistChain,
+# 98.5 KB answers) over the commerce graph's four subgraphs, the gateway started from
+# the committed supergraph; its checked workload is experiments/workloads/deep-checked.toml.
+#   scripts/loadgen-vs-wrk.sh [--deep] [ROUNDS] [SECONDS]   # default 3 rounds of 5 s
+# Output is kept in results/<stamp>-loadgen-vs-wrk/summary.txt (-loadgen-vs-wrk-deep).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+deep=false
+if [ "${1:-}" = --deep ]; then deep=true; shift; fi
 rounds=${1:-3}; secs=${2:-5}
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
 cargo build --release --locked --workspace
 . scripts/lib/record.sh
-record_output loadgen-vs-wrk
+if $deep; then record_output loadgen-vs-wrk-deep; else record_output loadgen-vs-wrk; fi
 bin=target/release
-seed='query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }'
-lua=$(mktemp); query=$(mktemp); rows=$(mktemp); runout=$(mktemp)
+lua=$(mktemp); query=$(mktemp); body=$(mktemp); rows=$(mktemp); runout=$(mktemp)
 pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -f "$lua" "$query" "$rows" "$runout"' EXIT
-printf '%s\n' "$seed" > "$query"
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -f "$lua" "$query" "$body" "$rows" "$runout"' EXIT
+if $deep; then
+  cp commerce-graph/queries/deep.graphql "$query"
+  one_query=(--query-file "$query" --operation-name DeepWishlistChain)
+  checked=experiments/workloads/deep-checked.toml
+  python3 -c 'import json, sys; sys.stdout.write(json.dumps({"query": open(sys.argv[1]).read(), "operationName": "DeepWishlistChain"}))' "$query" > "$body"
+else
+  printf '%s\n' 'query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }' > "$query"
+  one_query=(--query-file "$query")
+  checked=experiments/workloads/seed-checked.toml
+  python3 -c 'import json, sys; sys.stdout.write(json.dumps({"query": open(sys.argv[1]).read().strip()}))' "$query" > "$body"
+fi
 cat > "$lua" <<LUA
 wrk.method = "POST"
-wrk.body = '{"query":"$seed"}'
+wrk.body = io.open("$body"):read("*a")
 wrk.headers["Content-Type"] = "application/json"
 LUA
+# start_graph ARGS...: the graph's subgraphs and a gateway (with ARGS) on free ports; sets $gp.
+start_graph() {
+  gp=$(port)
+  if $deep; then
+    local s p overrides=()
+    for s in products inventory reviews accounts; do
+      p=$(port)
+      "$bin/commerce-service" --subgraph "$s" --listen 127.0.0.1:$p 2>/dev/null & pids+=($!)
+      overrides+=(--subgraph-url "$s=http://127.0.0.1:$p/graphql")
+    done
+    for _ in $(seq 100); do
+      curl -fs "http://127.0.0.1:$p/health" >/dev/null 2>&1 && break; sleep 0.1
+    done
+    "$bin/gateway" --listen 127.0.0.1:$gp --supergraph commerce-graph/supergraph/supergraph.graphql \
+      "${overrides[@]}" "$@" 2>/dev/null & pids+=($!)
+  else
+    local up pp
+    up=$(port); pp=$(port)
+    "$bin/user-service" --listen 127.0.0.1:$up 2>/dev/null & pids+=($!)
+    "$bin/post-service" --listen 127.0.0.1:$pp 2>/dev/null & pids+=($!)
+    "$bin/gateway" --listen 127.0.0.1:$gp --subgraph user=http://127.0.0.1:$up/graphql \
+      --subgraph post=http://127.0.0.1:$pp/graphql "$@" 2>/dev/null & pids+=($!)
+  fi
+  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$gp/health" >/dev/null 2>&1 && break; sleep 0.1; done
+}
 # cpu_of CMD...: run it, print "<its stdout> CPU <user+system seconds>" (bash's time).
 cpu_of() { local t; t=$( { TIMEFORMAT='%U %S'; time "$@" > "$runout" 2>/dev/null; } 2>&1 ); cat "$runout"; echo " CPU $(echo "$t" | awk '{print $1 + $2}')"; }
 tool() { # tool NAME URL: one measured run; prints "req/s requests cpu_s"
@@ -37,7 +76,7 @@ rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
 n = int(re.search(r"(\d+) requests in", t).group(1))
 print(rps, n, re.search(r"CPU ([\d.]+)", t).group(1))';;
     one-query|workload)
-      local extra=(--query-file "$query"); [ "$1" = workload ] && extra=(--workload experiments/workloads/seed-checked.toml)
+      local extra=("${one_query[@]}"); [ "$1" = workload ] && extra=(--workload "$checked")
       cpu_of "$bin/loadgen" bench -t1 -c100 -d"${secs}s" --url "$2" --json --no-progress "${extra[@]}" | python3 -c '
 import json, re, sys
 t = sys.stdin.read()
@@ -50,12 +89,7 @@ print(j["requests_per_sec"], j["requests"], re.search(r"CPU ([\d.]+)", t).group(
 tools=(wrk one-query workload)
 for cfg in no-cache ttl-0 ttl-10; do
   case $cfg in no-cache) args=();; ttl-0) args=(--ttl 0);; ttl-10) args=(--ttl 10);; esac
-  up=$(port); pp=$(port); gp=$(port)
-  "$bin/user-service" --listen 127.0.0.1:$up 2>/dev/null & pids+=($!)
-  "$bin/post-service" --listen 127.0.0.1:$pp 2>/dev/null & pids+=($!)
-  "$bin/gateway" --listen 127.0.0.1:$gp --subgraph user=http://127.0.0.1:$up/graphql \
-    --subgraph post=http://127.0.0.1:$pp/graphql "${args[@]}" 2>/dev/null & pids+=($!)
-  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$gp/health" >/dev/null 2>&1 && break; sleep 0.1; done
+  start_graph "${args[@]}"
   url=http://127.0.0.1:$gp/graphql
   wrk -t1 -c100 -d2s -s "$lua" "$url" >/dev/null   # warm-up, not reported
   for r in $(seq "$rounds"); do

@@ -137,13 +137,13 @@ fn bench(c: &mut Criterion) {
     };
     for which in ["root_constant", "root_variables", "entity"] {
         // Store the entry, then measure hits.
-        rt.block_on(cache.fetch(&[calls(which)], fetch.clone()));
+        rt.block_on(cache.fetch(&[calls(which)], 1, fetch.clone()));
         c.bench_function(&format!("hit_{which}"), |b| {
             b.to_async(&rt).iter(|| {
                 let fetch = fetch.clone();
                 let call = [calls(which)];
                 let cache = &cache;
-                async move { black_box(cache.fetch(&call, fetch).await) }
+                async move { black_box(cache.fetch(&call, 1, fetch).await) }
             })
         });
     }

@@ -15,21 +15,25 @@
 //! A request that fails before execution gets GraphQL-over-HTTP's answer: a GraphQL
 //! error without `data`, with 200 under `application/json` and 400 under
 //! `application/graphql-response+json`.
+//!
+//! `POST /validate` ([`Run::Validate`]) takes the same steps up to the plan and stops
+//! there: a tool can check an operation against the supergraph (a mutation included)
+//! without running it. A valid one is answered `{"valid":true,"operation":"query"}`,
+//! an invalid one with the errors it would have got.
 
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Instant;
 
 use async_graphql::{ServerError, Variables};
-use async_graphql_parser::types::{
-    DocumentOperations, ExecutableDocument, OperationDefinition, OperationType,
-};
+use async_graphql_parser::types::{OperationDefinition, OperationType};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use crate::documents::validation::{DocumentLimits, Validator};
 use crate::documents::{
-    admit, check_variables, CachedDocument, DocumentCache, DocumentKey, KeptPlan, Refusal,
+    admit, check_variables, operation, CachedDocument, DocumentCache, DocumentKey, KeptPlan,
+    Refusal,
 };
 use crate::execute::Executor;
 use crate::plan::{Conditions, DocumentView, Plan, Planner};
@@ -111,29 +115,6 @@ fn respond(status: StatusCode, body: Vec<u8>, media: MediaType) -> Response {
     out
 }
 
-/// The operation of `doc` that `name` selects, with async-graphql's messages when
-/// none does.
-fn operation<'d>(
-    doc: &'d ExecutableDocument,
-    name: Option<&str>,
-) -> Result<&'d OperationDefinition, ServerError> {
-    let unknown = |n: &str| ServerError::new(format!(r#"Unknown operation named "{n}""#), None);
-    match (&doc.operations, name) {
-        (DocumentOperations::Single(op), None) => Ok(&op.node),
-        (DocumentOperations::Single(_), Some(n)) => Err(unknown(n)),
-        (DocumentOperations::Multiple(ops), Some(n)) => {
-            ops.get(n).map(|op| &op.node).ok_or_else(|| unknown(n))
-        }
-        (DocumentOperations::Multiple(ops), None) if ops.len() == 1 => {
-            Ok(&ops.values().next().expect("one operation").node)
-        }
-        (DocumentOperations::Multiple(_), None) => Err(ServerError::new(
-            "Operation name required in request.",
-            None,
-        )),
-    }
-}
-
 /// Give every variable the operation declares with a default, and the client did not
 /// send, its default.
 fn apply_variable_defaults(operation: &OperationDefinition, variables: &mut Variables) {
@@ -147,6 +128,15 @@ fn apply_variable_defaults(operation: &OperationDefinition, variables: &mut Vari
     }
 }
 
+/// How far a request goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Run {
+    /// Execute it and answer with its response.
+    Execute,
+    /// Stop once it is planned: validation only (`POST /validate`).
+    Validate,
+}
+
 /// Answer one GraphQL request.
 pub async fn handle(
     app: &App,
@@ -155,6 +145,7 @@ pub async fn handle(
     media: MediaType,
     started: Instant,
     via_get: bool,
+    run: Run,
 ) -> Response {
     let text: &str = &request.query;
     let key = DocumentKey::of(text);
@@ -245,6 +236,12 @@ pub async fn handle(
             )
         }
     };
+    if run == Run::Validate {
+        app.metrics.request(started.elapsed(), false);
+        let kind = if plan.mutation { "mutation" } else { "query" };
+        let body = format!(r#"{{"valid":true,"operation":"{kind}"}}"#).into_bytes();
+        return respond(StatusCode::OK, body, MediaType::Json);
+    }
     // 4. Execution.
     let input = Arc::new(RequestInput {
         authorization: headers.get(header::AUTHORIZATION).cloned(),

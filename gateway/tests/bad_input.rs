@@ -91,6 +91,93 @@ async fn malformed_requests_are_4xx_with_a_message() {
     assert_eq!(r.status(), 406);
 }
 
+/// Media types are negotiated as HTTP says (RFC 9110): their case does not matter, `q=0`
+/// rules one out and the higher `q` wins; a wildcard alone means `application/json`.
+#[tokio::test]
+async fn media_types_are_negotiated_by_http_rules() {
+    let lab = Lab::start().await;
+    const GRAPHQL: &str = "application/graphql-response+json";
+    const JSON: &str = "application/json";
+    let cases: Vec<(&str, &str, Option<&str>)> = vec![
+        ("application/json", "Application/JSON", Some(JSON)),
+        (
+            "application/json",
+            "application/GraphQL-Response+JSON",
+            Some(GRAPHQL),
+        ),
+        ("APPLICATION/JSON; charset=UTF-8", "*/*", Some(JSON)),
+        ("application/json", "application/*", Some(JSON)),
+        (
+            "application/json",
+            "application/graphql-response+json, application/json;q=0.9",
+            Some(GRAPHQL),
+        ),
+        (
+            "application/json",
+            "application/json, application/graphql-response+json",
+            Some(GRAPHQL),
+        ),
+        (
+            "application/json",
+            "application/graphql-response+json;q=0.5, application/json",
+            Some(JSON),
+        ),
+        (
+            "application/json",
+            "application/graphql-response+json; q=0, application/json",
+            Some(JSON),
+        ),
+        (
+            "application/json",
+            "application/json;q=0, */*",
+            Some(GRAPHQL),
+        ),
+        (
+            "application/json",
+            "application/graphql-response+json;q=0.2, */*;q=0.5",
+            Some(JSON),
+        ),
+        (
+            "application/json",
+            "application/graphql-response+json;q=0",
+            None,
+        ),
+        ("application/json", "application/json;q=0, text/html", None),
+    ];
+    for (content_type, accept, expected) in cases {
+        let r = lab
+            .http
+            .post(lab.gateway.url())
+            .header("content-type", content_type)
+            .header("accept", accept)
+            .body(r#"{"query": "{ me { id } }"}"#)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let got = r.headers()["content-type"].to_str().unwrap().to_string();
+        let text = r.text().await.unwrap();
+        match expected {
+            Some(media) => {
+                assert_eq!(status, 200, "{content_type} / {accept}: {text}");
+                assert_eq!(
+                    got.split(';').next().unwrap(),
+                    media,
+                    "{content_type} / {accept}"
+                );
+                assert_eq!(
+                    serde_json::from_str::<Value>(&text).unwrap(),
+                    json!({ "data": { "me": { "id": "u1" } } })
+                );
+            }
+            None => {
+                assert_eq!(status, 406, "{content_type} / {accept}: {text}");
+                assert!(first_error(&text).contains("Accept"), "{text}");
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn invalid_documents_are_graphql_errors() {
     let lab = Lab::start().await;

@@ -292,3 +292,34 @@ async fn a_variables_default_is_part_of_the_key_and_an_unsent_variable_is_no_arg
         .await;
     assert_eq!(again, one);
 }
+
+#[tokio::test]
+async fn a_mutation_drops_the_entries_of_its_entitys_own_fields() {
+    // `author { name }` is fetched from users through `_entities`: the entry holds
+    // `{"name":…}` alone, and its reference comes from the representation (User:u1).
+    let lab = Lab::start_with(|c| c.cache = cache(10.0)).await;
+    let read = "{ topPosts(count: 1) { pid author { name } } }";
+    assert_eq!(
+        lab.query(read).await["data"]["topPosts"][0]["author"]["name"],
+        "John"
+    );
+    let (_, cost) = delta(&lab, lab.query(read)).await;
+    assert_eq!(cost, (0, 0), "all cached");
+    lab.query(r#"mutation { updateUser(id: "u1", name: "Johnny") { id } }"#)
+        .await;
+    let (after, (users, posts)) = delta(&lab, lab.query(read)).await;
+    assert_eq!(after["data"]["topPosts"][0]["author"]["name"], "Johnny");
+    // The list held u1 (its author's key) and u1's name entry is u1's: both refetched.
+    assert_eq!((users, posts), (1, 1));
+    // An entry of another user's own fields stays.
+    lab.query("{ getPost(pid: \"p2\") { author { name } } }")
+        .await;
+    lab.query(r#"mutation { updateUser(id: "u1", name: "Jo") { id } }"#)
+        .await;
+    let (_, cost) = delta(
+        &lab,
+        lab.query("{ getPost(pid: \"p2\") { author { name } } }"),
+    )
+    .await;
+    assert_eq!(cost, (0, 0), "p2's author u2 was not touched");
+}

@@ -10,7 +10,6 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::bench::engine::{BenchPlan, StopRule};
 use crate::bench::request_template::{BodySource, RequestTemplate};
-use crate::workload::Workload;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -82,13 +81,18 @@ pub struct BenchArgs {
     /// GraphQL variables as a JSON object (with --query-file).
     #[arg(long, requires = "query_file")]
     pub variables: Option<String>,
+    /// The operation of the --query-file document to run (`operationName`), for a
+    /// document of several.
+    #[arg(long, requires = "query_file", conflicts_with = "unique_literals")]
+    pub operation_name: Option<String>,
     /// Replace every `{{n}}` of the document, the variables (or the --body-file) by a
     /// number unique to each request of the run: every request is a new document
     /// (or new variables).
     #[arg(long)]
     pub unique_literals: bool,
     /// Send the `[workload]` of this TOML file (an experiment file, or one holding only
-    /// that table) instead of one request: a weighted mix of operations with keys drawn
+    /// that table; or an operations file, or the one an experiment's [graph] names)
+    /// instead of one request: a weighted mix of operations with keys drawn
     /// from distributions, writes that carry versions, and every answer checked for
     /// stale reads and wrong answers (format in loadgen/README.md).
     #[arg(long, conflicts_with_all = ["body_file", "query_file", "unique_literals", "method"])]
@@ -116,13 +120,8 @@ impl BenchArgs {
         let workload = match &self.workload {
             None => None,
             Some(path) => {
-                let text = std::fs::read_to_string(path)
+                let mut workload = crate::workload::load::any(path)
                     .map_err(|e| anyhow::anyhow!("--workload {}: {e}", path.display()))?;
-                let mut workload = Workload::from_toml(&text)
-                    .map_err(|e| anyhow::anyhow!("--workload {}: {e}", path.display()))?
-                    .ok_or_else(|| {
-                        anyhow::anyhow!("--workload {}: has no [workload] table", path.display())
-                    })?;
                 if let Some(seed) = self.seed {
                     workload.seed = seed;
                 }
@@ -134,11 +133,27 @@ impl BenchArgs {
                 std::fs::read(path)
                     .map_err(|e| anyhow::anyhow!("--body-file {}: {e}", path.display()))?,
             ),
-            (None, Some(path)) => BodySource::GraphQl {
-                query: std::fs::read_to_string(path)
-                    .map_err(|e| anyhow::anyhow!("--query-file {}: {e}", path.display()))?,
-                variables: self.variables.clone(),
-            },
+            (None, Some(path)) => {
+                let query = std::fs::read_to_string(path)
+                    .map_err(|e| anyhow::anyhow!("--query-file {}: {e}", path.display()))?;
+                match &self.operation_name {
+                    None => BodySource::GraphQl {
+                        query,
+                        variables: self.variables.clone(),
+                    },
+                    Some(name) => {
+                        let mut body = serde_json::Map::new();
+                        body.insert("query".into(), query.into());
+                        body.insert("operationName".into(), name.clone().into());
+                        if let Some(v) = &self.variables {
+                            let value: serde_json::Value = serde_json::from_str(v)
+                                .map_err(|e| anyhow::anyhow!("--variables: {e}"))?;
+                            body.insert("variables".into(), value);
+                        }
+                        BodySource::Json(serde_json::Value::Object(body).to_string().into_bytes())
+                    }
+                }
+            }
             // A workload renders its own bodies; the template keeps the JSON content type.
             (None, None) if workload.is_some() => BodySource::GraphQl {
                 query: String::new(),
@@ -214,6 +229,23 @@ pub struct MatrixArgs {
     /// Run every configuration of the file but these (comma-separated names).
     #[arg(long, value_delimiter = ',')]
     pub skip: Vec<String>,
+    /// Stop the run when more than this share of a round's answers carry errors
+    /// (0 to 1; 1: never), over every configuration's `max_error_rate` [default: the
+    /// file's, else 0.01 for configurations whose answers are checked].
+    #[arg(long, value_parser = parse_share)]
+    pub max_error_rate: Option<f64>,
+}
+
+/// A share from 0 to 1.
+fn parse_share(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number"))?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is not a share from 0 to 1"))
+    }
 }
 
 impl MatrixArgs {

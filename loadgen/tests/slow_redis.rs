@@ -86,8 +86,8 @@ fn a_redis_50ms_away_trips_the_breaker_and_every_answer_comes_from_the_subgraphs
         runtime.block_on(p.wait_healthy(DEADLINE * 6)).unwrap();
         p
     };
-    let user = subgraph("user-service", &bins.user_service, 2);
-    let post = subgraph("post-service", &bins.post_service, 3);
+    let user = subgraph("user-service", &bins.find("user-service").unwrap(), 2);
+    let post = subgraph("post-service", &bins.find("post-service").unwrap(), 3);
     let gateway_args: Vec<String> = [
         "--listen",
         &addr(4).to_string(),

@@ -111,6 +111,15 @@ struct MemEntry<V> {
     id: u64,
 }
 
+/// One namespace's entries in a [`MemoryStorage`], from [`MemoryStorage::held`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    pub namespace: Arc<str>,
+    pub entries: u64,
+    /// The entries' values as weighed, plus their bookkeeping.
+    pub bytes: u64,
+}
+
 /// What the eviction listener needs; kept apart from the moka cache so the
 /// listener does not own the cache that owns it.
 #[derive(Default)]
@@ -298,6 +307,30 @@ impl<V: Clone + Send + Sync + 'static> MemoryStorage<V> {
     /// The number of (reference, key) pairs indexed.
     pub fn indexed_references(&self) -> usize {
         self.inner.shared.index.len()
+    }
+
+    /// What the store holds now, per namespace (sorted by name): its entries and
+    /// their bytes, each entry weighed as `weigh(value)` plus its bookkeeping (as
+    /// [`max_bytes`](MemoryStorageBuilder::max_bytes) counts it). Walks every entry:
+    /// for reports, not for the request path.
+    pub fn held(&self, weigh: impl Fn(&V) -> usize) -> Vec<Held> {
+        let mut held: Vec<Held> = Vec::new();
+        for (_, entry) in self.inner.entries.iter() {
+            let bytes = (weigh(&entry.value) + bookkeeping::<V>(&entry) as usize) as u64;
+            match held.iter_mut().find(|h| *h.namespace == *entry.namespace) {
+                Some(h) => {
+                    h.entries += 1;
+                    h.bytes += bytes;
+                }
+                None => held.push(Held {
+                    namespace: Arc::clone(&entry.namespace),
+                    entries: 1,
+                    bytes,
+                }),
+            }
+        }
+        held.sort_by(|a, b| a.namespace.cmp(&b.namespace));
+        held
     }
 
     /// The entry under `key`, read at once.

@@ -51,7 +51,7 @@ pub use codec::{Codec, Encoded, Envelope, JsonCodec};
 pub use layered::{
     LayeredStats, LayeredStorage, LayeredStorageBuilder, DEFAULT_L1_MAX_ENTRIES, DEFAULT_L1_TTL,
 };
-pub use memory::{Eviction, MemoryStorage, MemoryStorageBuilder, DEFAULT_MAX_ENTRIES};
+pub use memory::{Eviction, Held, MemoryStorage, MemoryStorageBuilder, DEFAULT_MAX_ENTRIES};
 
 use crate::error::StorageError;
 use crate::key::CacheKey;

@@ -11,6 +11,10 @@
 //! `Cache-Control`, read by the `origin-ttl` strategy), and, when the cache served it
 //! in place of a failed fetch (`stale-if-error`), how long it had been stale: the
 //! response says so in its `extensions`.
+//!
+//! And it carries its **origin**: the [`Plan::origin`](crate::plan::Plan::origin) of
+//! the operation that fetched it (0 when unknown: read back from Redis), so that a
+//! cache hit can tell an entry another operation stored.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +35,8 @@ pub struct Piece {
     pub cache_control: Option<CacheDirectives>,
     /// Served in place of a failed fetch, this long after it stopped being fresh.
     pub served_stale: Option<Duration>,
+    /// The operation that fetched it; 0 when unknown.
+    pub origin: u64,
 }
 
 impl Piece {
@@ -42,7 +48,14 @@ impl Piece {
             errors: errors.into(),
             cache_control: None,
             served_stale: None,
+            origin: 0,
         }
+    }
+
+    /// The same piece, fetched by the operation whose plan's origin is `origin`.
+    pub fn with_origin(mut self, origin: u64) -> Piece {
+        self.origin = origin;
+        self
     }
 
     /// The same piece, with the directives of the answer it came in.

@@ -35,6 +35,12 @@
 //! whether the key names the caller (its policy keys by `authorization` and the
 //! request sent one), so `origin-ttl` can keep `private` answers per caller only.
 //!
+//! **Reuse across operations.** Every piece carries the origin of the operation that
+//! fetched it ([`Piece::origin`]); a call answered with a piece another operation
+//! fetched is counted per namespace (`gateway_cache_cross_operation_total`, `how` =
+//! `hit` for a stored entry, `in_flight` for a fetch joined, or stored while the call
+//! was on its way). Counting costs one integer compare per answer.
+//!
 //! **Where entries live**: `tiers`. **What is configured**: `settings`, and what
 //! is refused because one setting would silently cancel another: `conflicts`.
 //!
@@ -45,6 +51,7 @@
 //! for all the misses (one subgraph request).
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -79,6 +86,17 @@ struct Slot {
     /// Whether the key includes the caller's `authorization` (then calls carrying it
     /// are cached per caller instead of skipped).
     keyed_by_caller: bool,
+    /// Calls of this namespace answered with a piece another operation fetched.
+    crossed: Arc<Crossed>,
+}
+
+/// One namespace's calls answered with another operation's piece.
+#[derive(Default)]
+struct Crossed {
+    /// By a stored entry.
+    hits: AtomicU64,
+    /// By a fetch another operation had in flight (or stored meanwhile).
+    in_flight: AtomicU64,
 }
 
 /// One fetch as the cache sees it: where it is counted and stored, its key
@@ -149,7 +167,31 @@ impl ResolverCache {
     /// Prometheus text: the per-namespace counters (`gateway_cache_*_total`), and
     /// with Redis in use its commands and round trips and the layered store's hits.
     pub fn prometheus(&self) -> String {
-        tiers::prometheus(&self.tiers)
+        let mut out = tiers::prometheus(&self.tiers);
+        let slots = self.slots.read().unwrap_or_else(|p| p.into_inner());
+        let mut names: Vec<&Arc<str>> = slots.keys().collect();
+        names.sort();
+        crate::server::metrics::family(
+            &mut out,
+            "counter",
+            "gateway_cache_cross_operation_total",
+            "Calls answered with a piece another operation fetched: a stored entry (hit) or a fetch in flight (in_flight).",
+            names.iter().flat_map(|name| {
+                let crossed = &slots[*name].crossed;
+                let name = tiers::label_value(name);
+                [
+                    (
+                        format!("namespace=\"{name}\",how=\"hit\""),
+                        crossed.hits.load(Relaxed),
+                    ),
+                    (
+                        format!("namespace=\"{name}\",how=\"in_flight\""),
+                        crossed.in_flight.load(Relaxed),
+                    ),
+                ]
+            }),
+        );
+        out
     }
 
     /// Where `--storage`'s entries live.
@@ -206,6 +248,7 @@ impl ResolverCache {
             namespace: self.tiers[tier].cache.namespace_with(name, policy),
             rule,
             keyed_by_caller,
+            crossed: Arc::default(),
         };
         let mut slots = self.slots.write().unwrap_or_else(|p| p.into_inner());
         slots.entry(Arc::from(name)).or_insert(slot).clone()
@@ -329,12 +372,14 @@ impl ResolverCache {
         text.into()
     }
 
-    /// The stored piece for `call`, when the storage has it fresh and can answer at
-    /// once (counted as a hit); `None` sends the call to [`ResolverCache::fetch`].
+    /// The stored piece for `call` by the operation `origin`, when the storage has it
+    /// fresh and can answer at once (counted as a hit, and as a cross-operation hit
+    /// when another operation stored it); `None` sends the call to
+    /// [`ResolverCache::fetch`].
     /// `refresher` is asked for the call's fetch (as [`ResolverCache::fetch`] takes
     /// it) only when a strategy wants the hit refreshed early; it then runs in the
     /// background.
-    pub fn hit_now<R, F, Fut>(&self, call: &Call, refresher: R) -> Option<Piece>
+    pub fn hit_now<R, F, Fut>(&self, call: &Call, origin: u64, refresher: R) -> Option<Piece>
     where
         R: FnOnce() -> F,
         F: Fn(Vec<usize>) -> Fut + Send + Sync + 'static,
@@ -342,18 +387,46 @@ impl ResolverCache {
     {
         let key = call.key?;
         let keeping = call.keeping();
-        self.tiers[call.slot.tier]
-            .cache
-            .hit_now(key, &call.slot.namespace, move || {
-                single(refresher(), keeping)
-            })
+        let piece =
+            self.tiers[call.slot.tier]
+                .cache
+                .hit_now(key, &call.slot.namespace, move || {
+                    single(refresher(), keeping)
+                })?;
+        if piece.origin != origin && piece.origin != 0 {
+            call.slot.crossed.hits.fetch_add(1, Relaxed);
+        }
+        Some(piece)
     }
 
-    /// Resolve `calls` together: hits at once, calls in flight elsewhere joined, and
-    /// one run of `fetch` (given the indices of the calls it must answer) for every
-    /// miss and bypass. A piece with errors is handed to whoever waited for it but
-    /// never stored.
-    pub async fn fetch<F, Fut>(&self, calls: &[Call], fetch: F) -> Vec<Result<Piece, FetchError>>
+    /// Resolve `calls` of the operation `origin` together: hits at once, calls in
+    /// flight elsewhere joined, and one run of `fetch` (given the indices of the calls
+    /// it must answer) for every miss and bypass. A piece with errors is handed to
+    /// whoever waited for it but never stored. A call answered with a piece another
+    /// operation fetched is counted (`in_flight`).
+    pub async fn fetch<F, Fut>(
+        &self,
+        calls: &[Call],
+        origin: u64,
+        fetch: F,
+    ) -> Vec<Result<Piece, FetchError>>
+    where
+        F: Fn(Vec<usize>) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Vec<Result<Piece, FetchError>>> + Send + 'static,
+    {
+        let answers = self.fetch_all(calls, fetch).await;
+        for (call, answer) in calls.iter().zip(&answers) {
+            if let Ok(piece) = answer {
+                if piece.origin != origin && piece.origin != 0 {
+                    call.slot.crossed.in_flight.fetch_add(1, Relaxed);
+                }
+            }
+        }
+        answers
+    }
+
+    /// [`ResolverCache::fetch`] without the counting.
+    async fn fetch_all<F, Fut>(&self, calls: &[Call], fetch: F) -> Vec<Result<Piece, FetchError>>
     where
         F: Fn(Vec<usize>) -> Fut + Clone + Send + Sync + 'static,
         Fut: Future<Output = Vec<Result<Piece, FetchError>>> + Send + 'static,
@@ -497,7 +570,7 @@ impl ResolverCache {
 #[derive(Debug)]
 enum Failed {
     Upstream(FetchError),
-    Answer(Piece),
+    Answer(Box<Piece>),
 }
 
 impl std::fmt::Display for Failed {
@@ -524,7 +597,7 @@ fn keep(
 ) -> Result<Fetched<Piece>, Failed> {
     let piece = fetched.map_err(Failed::Upstream)?;
     if !piece.errors.is_empty() {
-        return Err(Failed::Answer(piece));
+        return Err(Failed::Answer(Box::new(piece)));
     }
     let mut refs = extra.to_vec();
     if let Some(value) = piece.value() {
@@ -568,7 +641,7 @@ fn answer(result: Result<Piece, CacheError>) -> Result<Piece, FetchError> {
     };
     if let CacheError::Fetch(inner) = &error {
         match inner.downcast_ref::<Failed>() {
-            Some(Failed::Answer(piece)) => return Ok(piece.clone()),
+            Some(Failed::Answer(piece)) => return Ok((**piece).clone()),
             Some(Failed::Upstream(fetch)) => return Err(fetch.clone()),
             None => {}
         }

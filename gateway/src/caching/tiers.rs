@@ -11,7 +11,7 @@
 
 use bytes::Bytes;
 use cache_core::storage::{
-    Codec, Encoded, LayeredStorage, MemoryStorage, RedisStats, RedisStorage,
+    Codec, Encoded, Held, LayeredStorage, MemoryStorage, RedisStats, RedisStorage,
 };
 use cache_core::{Cache, ReportTask, StorageError};
 
@@ -25,6 +25,8 @@ pub struct Tier {
     /// The Redis store behind a `redis` or `layered` tier, for its counters.
     pub redis: Option<RedisStorage>,
     pub layered: Option<LayeredStorage<Piece>>,
+    /// The in-process store of a `memory` tier, for what it holds.
+    pub memory: Option<MemoryStorage<Piece>>,
     _report: Option<ReportTask>,
 }
 
@@ -71,6 +73,7 @@ impl Tier {
             }
         };
         let mut layered = None;
+        let mut memory = None;
         let cache = match (kind, &redis, &settings.redis) {
             (StorageKind::Redis, Some(store), _) => builder
                 .storage(Encoded::new(store.clone(), PieceCodec))
@@ -83,14 +86,14 @@ impl Tier {
                 layered = Some(l1.clone());
                 builder.storage(l1).build()
             }
-            _ => builder
-                .storage(
-                    MemoryStorage::builder()
-                        .max_entries(settings.max_entries)
-                        .eviction(settings.eviction)
-                        .build(),
-                )
-                .build(),
+            _ => {
+                let store = MemoryStorage::builder()
+                    .max_entries(settings.max_entries)
+                    .eviction(settings.eviction)
+                    .build();
+                memory = Some(store.clone());
+                builder.storage(store).build()
+            }
         };
         let report = settings
             .report_interval
@@ -100,21 +103,81 @@ impl Tier {
             cache,
             redis,
             layered,
+            memory,
             _report: report,
         })
     }
 }
 
+/// `value` escaped for a Prometheus label.
+pub fn label_value(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
 /// Prometheus text for the tiers: the per-namespace counters summed over tiers
 /// (`gateway_cache_*_total`, with the strategies' decisions in
-/// `gateway_cache_strategy_decisions_total`), Redis's commands and round trips (`gateway_redis_*`),
-/// and the layered store's L1/L2 hits and invalidation messages.
+/// `gateway_cache_strategy_decisions_total`), what the memory tiers hold per namespace
+/// (`gateway_cache_entries`, `gateway_cache_bytes`: each entry's piece, its share of the
+/// tape it keeps alive included, and its bookkeeping), Redis's commands and round trips
+/// (`gateway_redis_*`), and the layered store's L1/L2 hits and invalidation messages.
 pub fn prometheus(tiers: &[Tier]) -> String {
     let mut stats = cache_core::StatsSnapshot::default();
     for tier in tiers {
         stats.merge(&tier.cache.stats());
     }
     let mut out = stats.to_prometheus("gateway_cache");
+    let mut held: Vec<Held> = Vec::new();
+    for store in tiers.iter().filter_map(|t| t.memory.as_ref()) {
+        for h in store.held(Piece::heap_size) {
+            match held.iter_mut().find(|k| k.namespace == h.namespace) {
+                Some(k) => {
+                    k.entries += h.entries;
+                    k.bytes += h.bytes;
+                }
+                None => held.push(h),
+            }
+        }
+    }
+    if tiers.iter().any(|t| t.memory.is_some()) {
+        // Every namespace the cache has seen, holding nothing or not (TTL 0 stores nothing).
+        for ns in &stats.namespaces {
+            if !held.iter().any(|h| *h.namespace == *ns.namespace) {
+                held.push(Held {
+                    namespace: ns.namespace.as_str().into(),
+                    entries: 0,
+                    bytes: 0,
+                });
+            }
+        }
+        held.sort_by(|a, b| a.namespace.cmp(&b.namespace));
+        let labelled = |pick: fn(&Held) -> u64| {
+            held.iter()
+                .map(move |h| {
+                    (
+                        format!("namespace=\"{}\"", label_value(&h.namespace)),
+                        pick(h),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        crate::server::metrics::family(
+            &mut out,
+            "gauge",
+            "gateway_cache_entries",
+            "Entries the in-process store holds now.",
+            labelled(|h| h.entries),
+        );
+        crate::server::metrics::family(
+            &mut out,
+            "gauge",
+            "gateway_cache_bytes",
+            "Bytes the in-process store's entries hold now: each piece's heap (its tape) and the entry's bookkeeping.",
+            labelled(|h| h.bytes),
+        );
+    }
     let redis: Vec<RedisStats> = tiers
         .iter()
         .filter_map(|t| t.redis.as_ref().map(RedisStorage::stats))

@@ -33,6 +33,7 @@
 //! one is rejected again (cheaply, since it is usually small) when it is resent.
 
 mod admission;
+mod operation;
 pub mod validation;
 mod weigh;
 
@@ -42,6 +43,7 @@ use std::sync::Arc;
 use async_graphql_parser::types::ExecutableDocument;
 
 pub use admission::{admit, check_variables, Refusal};
+pub use operation::operation;
 pub use weigh::heap_size;
 
 use cache_core::key::PrehashedKeys;

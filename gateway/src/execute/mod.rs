@@ -270,7 +270,9 @@ impl<'a> Run<'a> {
             _ => None,
         };
         if let (Some(cache), Some(call)) = (cache, &call) {
-            if let Some(piece) = cache.hit_now(call, || self.refetch(id, Vec::new())) {
+            if let Some(piece) =
+                cache.hit_now(call, self.plan.origin, || self.refetch(id, Vec::new()))
+            {
                 self.record_root(fetch, root, Ok(piece));
                 return None;
             }
@@ -279,7 +281,7 @@ impl<'a> Run<'a> {
             let request = self.request(id, Vec::new());
             let send = move |asked: Vec<usize>| request.clone().send(asked);
             let piece = match (cache, call) {
-                (Some(cache), Some(call)) => cache.fetch(&[call], send).await,
+                (Some(cache), Some(call)) => cache.fetch(&[call], self.plan.origin, send).await,
                 _ => send(vec![0]).await,
             }
             .pop()
@@ -468,7 +470,7 @@ impl<'a> Run<'a> {
             let call =
                 cache.entity_call(fetch, group, entity.namespace, representation, self.input);
             let refresher = || self.refetch(id, vec![entity.item.clone()]);
-            match cache.hit_now(&call, refresher) {
+            match cache.hit_now(&call, self.plan.origin, refresher) {
                 Some(piece) => self.record_entity(entity, Ok(piece)),
                 None => misses.push((i, call)),
             }
@@ -484,7 +486,9 @@ impl<'a> Run<'a> {
             let request = self.request(id, items);
             let (indices, calls): (Vec<usize>, Vec<Call>) = misses.into_iter().unzip();
             let answers = cache
-                .fetch(&calls, move |asked| request.clone().send(asked))
+                .fetch(&calls, self.plan.origin, move |asked| {
+                    request.clone().send(asked)
+                })
                 .await;
             for (i, answer) in indices.into_iter().zip(answers) {
                 self.record_entity(&entities[i], answer);

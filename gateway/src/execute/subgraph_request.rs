@@ -158,7 +158,9 @@ impl SubgraphRequest {
                 Err(_) => (response.tape.clone(), response.data),
             }
         };
-        Piece::new(tape, data, response.errors).with_cache_control(response.cache_control)
+        Piece::new(tape, data, response.errors)
+            .with_cache_control(response.cache_control)
+            .with_origin(self.plan.origin)
     }
 
     /// Each asked entity's value and errors, in `asked` order.
@@ -209,7 +211,9 @@ impl SubgraphRequest {
                     }
                     _ => Piece::new(response.tape.clone(), None, errors),
                 };
-                Ok(piece.with_cache_control(response.cache_control))
+                Ok(piece
+                    .with_cache_control(response.cache_control)
+                    .with_origin(self.plan.origin))
             })
             .collect()
     }

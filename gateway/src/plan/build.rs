@@ -89,6 +89,7 @@ pub fn compile(
         _ => None,
     };
     let mut plan = Plan {
+        origin: origin_of(text, operation_name),
         mutation,
         root,
         steps,
@@ -98,6 +99,16 @@ pub fn compile(
     };
     plan.heap_size = heap_size(&plan);
     Ok(plan)
+}
+
+/// The identity of operation `operation_name` of the document `text`: its xxh3 hash,
+/// never 0 (0 marks a piece of unknown origin, read back from Redis).
+fn origin_of(text: &str, operation_name: Option<&str>) -> u64 {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    hasher.update(text.as_bytes());
+    hasher.update(&[0]);
+    hasher.update(operation_name.unwrap_or("").as_bytes());
+    hasher.digest().max(1)
 }
 
 /// The planner's plan for the operation, `None` when it asks no subgraph.

@@ -54,6 +54,10 @@ pub type FetchId = u32;
 /// Everything needed to execute one operation and write its answer.
 #[derive(Debug)]
 pub struct Plan {
+    /// The operation's identity: a hash of its document's text and its name (never
+    /// 0). Cached pieces carry the origin of the plan that fetched them, so a hit can
+    /// tell an entry another operation stored ([`crate::caching`]).
+    pub origin: u64,
     pub mutation: bool,
     /// The root type's selection.
     pub root: Selection,
@@ -218,11 +222,22 @@ impl Planner {
     /// The plan of a document of one operation, parsed here (for tests and
     /// benchmarks, which start from text).
     pub fn compile_text(&self, text: &str, variables: &Variables) -> Result<Plan, PlanError> {
+        self.compile_text_operation(text, None, variables)
+    }
+
+    /// The plan of the operation `operation_name` selects (as a request's
+    /// `operationName` does) in a document parsed here: for benchmarks and tests of
+    /// documents that hold several operations.
+    pub fn compile_text_operation(
+        &self,
+        text: &str,
+        operation_name: Option<&str>,
+        variables: &Variables,
+    ) -> Result<Plan, PlanError> {
         let doc = async_graphql_parser::parse_query(text).map_err(|e| PlanError(e.to_string()))?;
-        let async_graphql_parser::types::DocumentOperations::Single(op) = &doc.operations else {
-            return Err(PlanError("more than one operation".into()));
-        };
-        self.compile(text, &doc, &op.node, None, variables)
+        let op =
+            crate::documents::operation(&doc, operation_name).map_err(|e| PlanError(e.message))?;
+        self.compile(text, &doc, op, operation_name, variables)
     }
 
     /// The plan of `op` (operation `operation_name` of `doc`, the parse of `text`)

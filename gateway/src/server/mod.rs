@@ -1,8 +1,9 @@
 //! The server: connections, routes, and the handlers that hand each GraphQL request
 //! to the request path ([`crate::pipeline`]).
 //!
-//! Routes: `POST`/`GET /graphql`, `GET /health`, `GET /metrics`, and with
-//! `--profiling` `GET /debug/profile`. `POST /graphql`, nearly every request, goes
+//! Routes: `POST`/`GET /graphql`, `POST /validate` (a request checked and planned,
+//! not run: [`crate::pipeline::Run::Validate`]), `GET /health`, `GET /metrics`, and
+//! with `--profiling` `GET /debug/profile`. `POST /graphql`, nearly every request, goes
 //! straight from hyper to its handler ([`Gateway`]); the other routes go through an
 //! axum router, whose per-request layers (routing, extractors, boxed services) the
 //! hot path does not need. Clients that send half a request and stall are cut off by
@@ -33,12 +34,12 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, Method, Request};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::service::TowerToHyperService;
 
-use crate::pipeline::{handle, reject, App};
+use crate::pipeline::{handle, reject, App, Run};
 use crate::server::connections::{Drained, ServeOptions};
 use crate::server::load::{overloaded, Load, LoadLimits};
 use crate::server::request::{check_content_type, read_body, GraphqlRequest, MediaType, Rejection};
@@ -59,6 +60,7 @@ pub fn router_with_limits(app: Arc<App>, limits: LoadLimits) -> Gateway {
     });
     let mut others = Router::new()
         .route("/graphql", get(graphql_get).post(graphql_post_routed))
+        .route("/validate", post(validate_post))
         .route("/health", get(|| async { "ok" }))
         .route("/metrics", get(metrics));
     if app.profiling {
@@ -98,7 +100,7 @@ impl hyper::service::Service<Request<Incoming>> for Gateway {
             let app = self.app.clone();
             let (parts, body) = request.into_parts();
             Box::pin(async move {
-                let answer = graphql_post(&app, parts.headers, body).await;
+                let answer = graphql_post(&app, parts.headers, body, Run::Execute).await;
                 drop(ticket);
                 Ok(answer)
             })
@@ -159,10 +161,15 @@ async fn graphql_post_routed(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    graphql_post(&app, headers, body).await
+    graphql_post(&app, headers, body, Run::Execute).await
 }
 
-async fn graphql_post<B>(app: &App, headers: HeaderMap, body: B) -> Response
+/// `POST /validate`: the request checked and planned, not executed.
+async fn validate_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    graphql_post(&app, headers, body, Run::Validate).await
+}
+
+async fn graphql_post<B>(app: &App, headers: HeaderMap, body: B, run: Run) -> Response
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -180,7 +187,7 @@ where
         Err(r) => return reject(r, media, &app.metrics, started),
     };
     match GraphqlRequest::from_json(&bytes) {
-        Ok(request) => handle(app, request, headers, media, started, false).await,
+        Ok(request) => handle(app, request, headers, media, started, false, run).await,
         Err(r) => reject(r, media, &app.metrics, started),
     }
 }
@@ -199,7 +206,7 @@ async fn graphql_get(
         .map_err(|e| Rejection::bad_request(format!("bad query string: {e}")))
         .and_then(|Query(p)| GraphqlRequest::from_params(p));
     match request {
-        Ok(request) => handle(&app, request, headers, media, started, true).await,
+        Ok(request) => handle(&app, request, headers, media, started, true, Run::Execute).await,
         Err(r) => reject(r, media, &app.metrics, started),
     }
 }

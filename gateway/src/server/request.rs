@@ -60,22 +60,46 @@ pub enum MediaType {
 }
 
 impl MediaType {
+    /// The media type the client prefers of the two the gateway answers with, by HTTP's
+    /// content negotiation (RFC 9110, 12.5.1): media types match whatever their case,
+    /// `q=0` rules one out, and the higher `q` wins. `*/*` and `application/*` stand for
+    /// either, but a media type named in full counts before them, and a wildcard alone
+    /// means `application/json` (as the GraphQL-over-HTTP spec asks of servers while
+    /// clients move to `application/graphql-response+json`). Of two named in full with
+    /// the same `q`, `application/graphql-response+json`. No `Accept`: `application/json`.
     pub fn negotiate(headers: &HeaderMap) -> Result<MediaType, Rejection> {
         let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
             return Ok(MediaType::Json);
         };
-        let mut json = false;
-        let mut any = false;
+        // The highest q given to each: the two media types named in full, and wildcards.
+        let (mut graphql, mut json, mut any) = (None::<u16>, None::<u16>, None::<u16>);
         for item in accept.split(',') {
-            let media = item.split(';').next().unwrap_or("").trim();
-            match media {
-                GRAPHQL_RESPONSE_JSON => return Ok(MediaType::GraphqlResponseJson),
-                JSON => json = true,
-                "*/*" | "application/*" | "" => any = true,
-                _ => {}
-            }
+            let mut parts = item.split(';');
+            let media = parts.next().unwrap_or("").trim();
+            let slot = if media.eq_ignore_ascii_case(GRAPHQL_RESPONSE_JSON) {
+                &mut graphql
+            } else if media.eq_ignore_ascii_case(JSON) {
+                &mut json
+            } else if media.is_empty()
+                || media == "*/*"
+                || media.eq_ignore_ascii_case("application/*")
+            {
+                &mut any
+            } else {
+                continue;
+            };
+            let q = quality(parts);
+            *slot = Some(slot.map_or(q, |s| s.max(q)));
         }
-        if json || any {
+        // (q, named in full, preferred on a tie)
+        let rank = |named: Option<u16>, graphql: bool| match named {
+            Some(q) => (q, true, graphql),
+            None => (any.unwrap_or(0), false, false),
+        };
+        let (graphql, json) = (rank(graphql, true), rank(json, false));
+        if graphql.0 > 0 && graphql > json {
+            Ok(MediaType::GraphqlResponseJson)
+        } else if json.0 > 0 {
             Ok(MediaType::Json)
         } else {
             Err(Rejection::new(
@@ -272,13 +296,32 @@ where
     }
 }
 
-/// Whether the `Content-Type` is JSON; the rejection otherwise.
+/// The `q` of one `Accept` item from its parameters, in thousandths: 1000 when it has
+/// none (or one that is not a number).
+fn quality<'a>(parameters: impl Iterator<Item = &'a str>) -> u16 {
+    for parameter in parameters {
+        let Some((name, value)) = parameter.split_once('=') else {
+            continue;
+        };
+        if name.trim().eq_ignore_ascii_case("q") {
+            return match value.trim().parse::<f32>() {
+                Ok(q) if q.is_finite() => (q.clamp(0.0, 1.0) * 1000.0).round() as u16,
+                _ => 1000,
+            };
+        }
+    }
+    1000
+}
+
+/// Whether the `Content-Type` is JSON (its media type in any case); the rejection
+/// otherwise.
 pub fn check_content_type(headers: &HeaderMap) -> Result<(), Rejection> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    if content_type.split(';').next().map(str::trim) == Some(JSON) {
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    if media.eq_ignore_ascii_case(JSON) {
         Ok(())
     } else {
         Err(Rejection::new(

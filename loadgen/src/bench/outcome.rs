@@ -69,6 +69,14 @@ pub fn body_has_graphql_errors(body: &[u8]) -> bool {
 /// `[]` (`["me","topPosts",0,"pid"]` → `me.topPosts[].pid`), or `(no path)`; each
 /// distinct place once per response.
 pub fn error_paths(body: &[u8]) -> Vec<String> {
+    error_places(body)
+        .into_iter()
+        .map(|(place, _)| place)
+        .collect()
+}
+
+/// [`error_paths`], each place with the message of its first error.
+pub fn error_places(body: &[u8]) -> Vec<(String, String)> {
     #[derive(Deserialize)]
     struct Errors {
         #[serde(default)]
@@ -78,33 +86,39 @@ pub fn error_paths(body: &[u8]) -> Vec<String> {
     struct Located {
         #[serde(default)]
         path: Option<Vec<serde_json::Value>>,
+        #[serde(default)]
+        message: Option<String>,
     }
     let Ok(Errors { errors }) = serde_json::from_slice::<Errors>(body) else {
         return Vec::new();
     };
-    let mut places: Vec<String> = errors
+    let mut places: Vec<(String, String)> = errors
         .iter()
-        .map(|e| match e.path.as_deref() {
-            None | Some([]) => "(no path)".to_string(),
-            Some(path) => {
-                let mut place = String::new();
-                for item in path {
-                    match item {
-                        serde_json::Value::String(key) => {
-                            if !place.is_empty() {
-                                place.push('.');
+        .map(|e| {
+            let place = match e.path.as_deref() {
+                None | Some([]) => "(no path)".to_string(),
+                Some(path) => {
+                    let mut place = String::new();
+                    for item in path {
+                        match item {
+                            serde_json::Value::String(key) => {
+                                if !place.is_empty() {
+                                    place.push('.');
+                                }
+                                place.push_str(key);
                             }
-                            place.push_str(key);
+                            _ => place.push_str("[]"),
                         }
-                        _ => place.push_str("[]"),
                     }
+                    place
                 }
-                place
-            }
+            };
+            (place, e.message.clone().unwrap_or_default())
         })
         .collect();
-    places.sort_unstable();
-    places.dedup();
+    // Sorted by place, the first error of each kept (a stable sort).
+    places.sort_by(|a, b| a.0.cmp(&b.0));
+    places.dedup_by(|later, first| later.0 == first.0);
     places
 }
 
@@ -169,5 +183,9 @@ mod tests {
             ["(no path)", "me.topPosts", "topPosts[].author.name"]
         );
         assert!(error_paths(b"not json").is_empty());
+        assert_eq!(
+            error_places(body)[2],
+            ("topPosts[].author.name".to_string(), "b".to_string())
+        );
     }
 }

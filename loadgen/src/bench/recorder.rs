@@ -107,6 +107,8 @@ pub struct Recorder {
     /// For 2xx answers with GraphQL errors: how many carried an error at each place
     /// ([`crate::bench::outcome::error_paths`]).
     pub error_paths: BTreeMap<String, u64>,
+    /// For each of those places, the message of the first error seen there.
+    pub error_examples: BTreeMap<String, String>,
     /// Response body bytes received.
     pub body_bytes: u64,
     pub errors: ErrorCounts,
@@ -126,6 +128,7 @@ impl Recorder {
             ok: 0,
             ok_latency: latency_histogram(),
             error_paths: BTreeMap::new(),
+            error_examples: BTreeMap::new(),
             body_bytes: 0,
             errors: ErrorCounts::default(),
             last_completion: None,
@@ -177,18 +180,21 @@ impl Recorder {
 
     /// Tally where a 2xx answer with GraphQL errors (`body`) has them.
     pub fn record_error_paths(&mut self, body: &[u8]) {
-        for place in crate::bench::outcome::error_paths(body) {
-            self.count_error_place(place, 1);
+        for (place, message) in crate::bench::outcome::error_places(body) {
+            self.count_error_place(place, 1, &message);
         }
     }
 
-    fn count_error_place(&mut self, place: String, n: u64) {
+    fn count_error_place(&mut self, place: String, n: u64, message: &str) {
         let key =
             if self.error_paths.len() < MAX_ERROR_PLACES || self.error_paths.contains_key(&place) {
                 place
             } else {
                 "(other)".to_string()
             };
+        if !self.error_examples.contains_key(&key) {
+            self.error_examples.insert(key.clone(), message.to_string());
+        }
         *self.error_paths.entry(key).or_default() += n;
     }
 
@@ -211,7 +217,8 @@ impl Recorder {
             .add(&other.ok_latency)
             .expect("histograms share bounds");
         for (place, n) in &other.error_paths {
-            self.count_error_place(place.clone(), *n);
+            let message = other.error_examples.get(place).map_or("", String::as_str);
+            self.count_error_place(place.clone(), *n, message);
         }
         self.body_bytes += other.body_bytes;
         self.errors.add(&other.errors);

@@ -58,6 +58,9 @@ pub struct BenchReport {
     /// (`me.topPosts`, `topPosts[].author.name`, `(no path)`).
     #[serde(default)]
     pub error_paths: std::collections::BTreeMap<String, u64>,
+    /// Per place of `error_paths`, the message of the first error seen there.
+    #[serde(default)]
+    pub error_examples: std::collections::BTreeMap<String, String>,
     /// Present in open-loop runs (`--rate`).
     pub open_loop: Option<OpenLoopReport>,
     pub loadgen_cpu: LoadgenCpu,
@@ -147,6 +150,7 @@ impl BenchReport {
             goodput_per_sec: per_second(r.ok),
             ok_latency_ms: LatencySummary::from_histogram(&r.ok_latency),
             error_paths: r.error_paths.clone(),
+            error_examples: r.error_examples.clone(),
             open_loop,
             loadgen_cpu: result.cpu.clone(),
             workload: match (&plan.workload, &result.freshness) {

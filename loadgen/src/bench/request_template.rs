@@ -57,6 +57,9 @@ pub enum BodySource {
         query: String,
         variables: Option<String>,
     },
+    /// A GraphQL request body already written as JSON (with its `operationName`, say),
+    /// sent as it is with `content-type: application/json`.
+    Json(Vec<u8>),
 }
 
 /// One request as it goes on the wire.
@@ -162,6 +165,7 @@ impl RequestTemplate {
         let (body, json) = match body {
             BodySource::Empty => (Bytes::new(), false),
             BodySource::Raw(bytes) => (Bytes::from(bytes), false),
+            BodySource::Json(bytes) => (Bytes::from(bytes), true),
             BodySource::GraphQl { query, variables } if unique_literals => {
                 (numbered_graphql_body(&query, variables.as_deref())?, true)
             }

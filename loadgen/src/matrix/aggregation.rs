@@ -203,6 +203,7 @@ impl ConfigSummary {
                     .iter()
                     .map(|m| m.profile.as_ref().and_then(|p| p.coverage)),
             ),
+            cache: super::cache_figures::CacheFigures::median(&rounds),
         };
         let [gateway_args, user_service_args, post_service_args] = args;
         ConfigSummary {
@@ -211,6 +212,8 @@ impl ConfigSummary {
             gateway_args,
             user_service_args,
             post_service_args,
+            subgraph_args: Default::default(),
+            max_error_rate: None,
             load,
             errors_total: rounds.iter().map(|m| m.errors.total()).sum(),
             median,

@@ -2,10 +2,12 @@
 //! and the configurations to compare.
 //!
 //! An experiment file is TOML (see `experiments/seed.toml` and `loadgen/README.md`). A
-//! configuration is nothing more than the extra arguments of the three services plus
-//! the load settings, so new gateway flags need no change here. Loading checks every
-//! rule up front and names the file, the configuration and the key at fault. The
-//! `[workload]` table is read by [`crate::workload::spec`].
+//! configuration is nothing more than the extra arguments of the services plus the
+//! load settings, so new gateway flags need no change here. Loading checks every rule
+//! up front and names the file, the configuration and the key at fault (and the line,
+//! for what someone else's graph brings). The `[workload]` table (or the operations
+//! file `[graph] operations` names) is read by [`crate::workload`], `[query]` by
+//! [`super::query`], `[graph]` and `[[services.subgraph]]` by [`super::graph`].
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -14,14 +16,26 @@ use serde::{Deserialize, Serialize};
 
 use std::sync::Arc;
 
+use std::collections::BTreeMap;
+
+use super::graph::{GraphFile, GraphSpec, SubgraphServiceFile};
 use super::network::{NetworkFile, NetworkSpec};
-use crate::bench::request_template::PLACEHOLDER;
+use super::query::{resolve_query, QueryFile, QuerySpec};
 use crate::cli::{parse_duration, parse_duration_or_zero};
 use crate::workload::spec::WorkloadFile;
 use crate::workload::Workload;
 
 /// Flags the runner sets itself; a configuration may not pass them.
-const RUNNER_OWNED_FLAGS: [&str; 3] = ["--listen", "--subgraph", "--profiling"];
+const RUNNER_OWNED_FLAGS: [&str; 5] = [
+    "--listen",
+    "--subgraph",
+    "--profiling",
+    "--supergraph",
+    "--subgraph-url",
+];
+/// The share of answers that may carry errors before a configuration whose answers
+/// are checked stops the run (`max_error_rate`, `--max-error-rate`).
+pub const DEFAULT_MAX_ERROR_RATE: f64 = 0.01;
 /// In a configuration's gateway arguments, replaced by its redis-server's URL.
 pub const REDIS_PLACEHOLDER: &str = "{redis}";
 /// In a configuration's gateway arguments, replaced by its Redis Cluster's seed URLs
@@ -45,6 +59,18 @@ pub enum ExperimentError {
     Syntax { path: PathBuf, message: String },
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
+    /// A message that names its own file and line (`ops.toml:12: …`).
+    #[error("{message}")]
+    Located { message: String },
+}
+
+/// Whether `message` starts with a place (`file:12: `).
+fn is_located(message: &str) -> bool {
+    message.split_once(": ").is_some_and(|(head, _)| {
+        head.rsplit_once(':').is_some_and(|(file, line)| {
+            !file.is_empty() && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
+        })
+    })
 }
 
 /// The file as written.
@@ -62,6 +88,13 @@ struct ExperimentFile {
     /// Instead of one query: a mix of operations (see `crate::workload::spec`).
     #[serde(default)]
     workload: Option<WorkloadFile>,
+    /// Someone else's graph: a supergraph, subgraphs at URLs, an operations file.
+    #[serde(default)]
+    graph: Option<GraphFile>,
+    /// The share of answers with errors past which the run stops (every
+    /// configuration's default; `check = false` ones have no limit unless this says).
+    #[serde(default)]
+    max_error_rate: Option<f64>,
     /// Arguments every configuration passes before its own.
     #[serde(default)]
     services: ServicesFile,
@@ -73,29 +106,6 @@ struct ExperimentFile {
     profile: ProfileFile,
     #[serde(default, rename = "config")]
     configs: Vec<ConfigFile>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct QueryFile {
-    #[serde(default)]
-    document: Option<String>,
-    /// The document read from a file, relative to the experiment file.
-    #[serde(default)]
-    document_file: Option<String>,
-    #[serde(default)]
-    variables: Option<toml::Table>,
-    #[serde(default)]
-    expected: Option<String>,
-    /// The expected answer read from a file, relative to the experiment file.
-    #[serde(default)]
-    expected_file: Option<String>,
-    #[serde(default)]
-    path: Option<String>,
-    #[serde(default)]
-    headers: Vec<String>,
-    #[serde(default)]
-    unique_literals: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -116,6 +126,9 @@ struct ServicesFile {
     user_service: Vec<String>,
     #[serde(default)]
     post_service: Vec<String>,
+    /// Subgraphs the runner starts instead of the lab's two.
+    #[serde(default)]
+    subgraph: Vec<SubgraphServiceFile>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -178,47 +191,12 @@ struct ConfigFile {
     /// Services put behind a `loadgen netproxy` with a round-trip time ([`super::network`]).
     #[serde(default)]
     network: Option<NetworkFile>,
-}
-
-/// The query every configuration is measured with.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct QuerySpec {
-    pub document: String,
-    /// Variables as a JSON object, if any.
-    pub variables: Option<serde_json::Value>,
-    /// The exact answer the gateway must give (compared as JSON).
-    pub expected: serde_json::Value,
-    /// Path of the GraphQL endpoint on the gateway.
-    pub path: String,
-    /// Extra request headers, `Name: value`.
-    pub headers: Vec<String>,
-    /// Every `{{n}}` of the document and the variables is numbered per request, unique in
-    /// the run (as `loadgen bench --unique-literals`); the answer check reads it as 0.
-    pub unique_literals: bool,
-}
-
-impl QuerySpec {
-    /// The body of the answer check: [`QuerySpec::body`] with every `{{n}}` read as 0.
-    pub fn check_body(&self) -> String {
-        if self.unique_literals {
-            self.body().replace(PLACEHOLDER, "0")
-        } else {
-            self.body()
-        }
-    }
-
-    /// The JSON body sent to the gateway.
-    pub fn body(&self) -> String {
-        let mut body = serde_json::Map::new();
-        body.insert(
-            "query".into(),
-            serde_json::Value::String(self.document.clone()),
-        );
-        if let Some(v) = &self.variables {
-            body.insert("variables".into(), v.clone());
-        }
-        serde_json::Value::Object(body).to_string()
-    }
+    /// Extra arguments per subgraph of `[[services.subgraph]]`, by name.
+    #[serde(default)]
+    subgraphs: BTreeMap<String, Vec<String>>,
+    /// This configuration's error limit (over the file's `max_error_rate`).
+    #[serde(default)]
+    max_error_rate: Option<f64>,
 }
 
 /// Load settings of one configuration.
@@ -293,6 +271,13 @@ pub struct ConfigSpec {
     pub check: bool,
     /// The services the gateways reach through a latency proxy (none by default).
     pub network: NetworkSpec,
+    /// The graph its gateways federate.
+    pub graph: Arc<GraphSpec>,
+    /// Every argument of each subgraph the runner starts, by subgraph name (the
+    /// lab's `user` and `post` included).
+    pub subgraph_args: BTreeMap<String, Vec<String>>,
+    /// The share of answers with errors past which the run stops; `None`: no limit.
+    pub max_error_rate: Option<f64>,
 }
 
 /// A validated experiment.
@@ -309,6 +294,8 @@ pub struct Experiment {
     pub run: RunSpec,
     pub profile: ProfileSpec,
     pub configs: Vec<ConfigSpec>,
+    /// The graph every configuration federates.
+    pub graph: Arc<GraphSpec>,
 }
 
 fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -347,9 +334,15 @@ impl Experiment {
             path: path.to_path_buf(),
             message: e.to_string().trim_end().to_string(),
         })?;
-        let invalid = |message: String| ExperimentError::Invalid {
-            path: path.to_path_buf(),
-            message,
+        let invalid = |message: String| {
+            if is_located(&message) {
+                ExperimentError::Located { message }
+            } else {
+                ExperimentError::Invalid {
+                    path: path.to_path_buf(),
+                    message,
+                }
+            }
         };
 
         let base_dir = match path.parent() {
@@ -361,18 +354,61 @@ impl Experiment {
             .map(|q| resolve_query(q, "query", &base_dir))
             .transpose()
             .map_err(invalid)?;
-        let workload = file
+        let graph = Arc::new(
+            GraphSpec::resolve(
+                file.graph.clone(),
+                file.services.subgraph.clone(),
+                text,
+                path,
+                &base_dir,
+            )
+            .map_err(invalid)?,
+        );
+        let origin = crate::workload::source::Origin::of(
+            text,
+            path,
+            crate::workload::source::Table::Workload,
+        );
+        let mut workload = file
             .workload
-            .map(Workload::from_file)
+            .map(|w| Workload::from_file_in(w, &origin))
             .transpose()
             .map_err(invalid)?
             .map(Arc::new);
+        if let Some(ops) = &graph.operations {
+            if workload.is_some() {
+                return Err(invalid(
+                    "give either [workload] or [graph] operations, not both".into(),
+                ));
+            }
+            workload = Some(Arc::new(
+                crate::workload::load::read_operations_file(ops)
+                    .map_err(|e| invalid(format!("graph.operations: {e}")))?,
+            ));
+        }
         if top_query.is_some() && workload.is_some() {
             return Err(invalid(
-                "give either [query] or [workload], not both (a configuration may still have its own query)"
+                "give either [query] or [workload] (or [graph] operations), not both (a configuration may still have its own query)"
                     .into(),
             ));
         }
+        if !graph.lab {
+            for (key, args) in [
+                ("services.user_service", &file.services.user_service),
+                ("services.post_service", &file.services.post_service),
+            ] {
+                if !args.is_empty() {
+                    return Err(invalid(format!(
+                        "{key}: this experiment brings its own graph ([graph] or [[services.subgraph]]); user-service and post-service are not started"
+                    )));
+                }
+            }
+        }
+        let file_error_rate = file
+            .max_error_rate
+            .map(|r| error_rate(r, "max_error_rate"))
+            .transpose()
+            .map_err(invalid)?;
         for (key, args) in [
             ("services.gateway", &file.services.gateway),
             ("services.user_service", &file.services.user_service),
@@ -528,8 +564,55 @@ impl Experiment {
                     "{at}: gateway uses {REDIS_PLACEHOLDER} but the configuration does not say redis = true"
                 )));
             }
-            let network =
-                NetworkSpec::resolve(c.network.unwrap_or_default(), &at, redis).map_err(invalid)?;
+            let proxied: Vec<String> = graph.started().map(|(_, s)| s.network.clone()).collect();
+            let network = NetworkSpec::resolve(c.network.unwrap_or_default(), &at, redis, &proxied)
+                .map_err(invalid)?;
+            if !graph.lab {
+                for (key, args) in [
+                    ("user_service", &c.user_service),
+                    ("post_service", &c.post_service),
+                ] {
+                    if !args.is_empty() {
+                        return Err(invalid(format!(
+                            "{at}: {key}: this experiment brings its own graph; give a subgraph's arguments in subgraphs = {{ NAME = [...] }}"
+                        )));
+                    }
+                }
+            }
+            if let Some(unknown) = c
+                .subgraphs
+                .keys()
+                .find(|k| graph.lab || !graph.started().any(|(n, _)| n == k.as_str()))
+            {
+                let started: Vec<&str> = graph.started().map(|(n, _)| n).collect();
+                return Err(invalid(format!(
+                    "{at}: subgraphs.{unknown}: not a [[services.subgraph]] the runner starts ({})",
+                    if graph.lab {
+                        "the lab's own graph takes user_service and post_service".to_string()
+                    } else {
+                        started.join(", ")
+                    }
+                )));
+            }
+            for (name, args) in &c.subgraphs {
+                if let Some(flag) = runner_owned(args) {
+                    return Err(invalid(format!(
+                        "{at}: subgraphs.{name} passes {flag}, which the runner sets itself"
+                    )));
+                }
+                for placeholder in [REDIS_PLACEHOLDER, REDIS_CLUSTER_PLACEHOLDER] {
+                    if args.iter().any(|a| a.contains(placeholder)) {
+                        return Err(invalid(format!(
+                            "{at}: subgraphs.{name} uses {placeholder}, which only gateway arguments may use"
+                        )));
+                    }
+                }
+            }
+            let check = c.check.unwrap_or(true);
+            let max_error_rate = match c.max_error_rate {
+                Some(r) => Some(error_rate(r, &format!("{at}: max_error_rate")).map_err(invalid)?),
+                None => file_error_rate.or(check.then_some(DEFAULT_MAX_ERROR_RATE)),
+            };
             let gateways = match c.gateways {
                 None => 1,
                 Some(n) if (1..=MAX_GATEWAYS).contains(&n) => n as usize,
@@ -545,12 +628,29 @@ impl Experiment {
                     load.connections
                 )));
             }
+            let user_service_args = with_common(&file.services.user_service, c.user_service);
+            let post_service_args = with_common(&file.services.post_service, c.post_service);
+            let subgraph_args: BTreeMap<String, Vec<String>> = if graph.lab {
+                [
+                    ("user".to_string(), user_service_args.clone()),
+                    ("post".to_string(), post_service_args.clone()),
+                ]
+                .into()
+            } else {
+                graph
+                    .started()
+                    .map(|(name, started)| {
+                        let own = c.subgraphs.get(name).cloned().unwrap_or_default();
+                        (name.to_string(), with_common(&started.args, own))
+                    })
+                    .collect()
+            };
             configs.push(ConfigSpec {
                 name: c.name,
                 description: c.description,
                 gateway_args: with_common(&file.services.gateway, c.gateway),
-                user_service_args: with_common(&file.services.user_service, c.user_service),
-                post_service_args: with_common(&file.services.post_service, c.post_service),
+                user_service_args,
+                post_service_args,
                 load,
                 query,
                 workload: config_workload,
@@ -559,8 +659,11 @@ impl Experiment {
                 redis_cluster,
                 gateways,
                 baseline: c.baseline,
-                check: c.check.unwrap_or(true),
+                check,
                 network,
+                graph: graph.clone(),
+                subgraph_args,
+                max_error_rate,
             });
         }
         let baseline = file.baseline.unwrap_or_else(|| configs[0].name.clone());
@@ -593,7 +696,19 @@ impl Experiment {
             run,
             profile,
             configs,
+            graph,
         })
+    }
+}
+
+/// A `max_error_rate` value: a share of the answers, from 0 to 1 (1: never stop).
+fn error_rate(value: f64, at: &str) -> Result<f64, String> {
+    if (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!(
+            "{at} = {value}: must be a share of the answers from 0 to 1 (1: never stop)"
+        ))
     }
 }
 
@@ -641,71 +756,6 @@ fn runner_owned(args: &[String]) -> Option<&String> {
             .iter()
             .any(|f| *a == f || a.starts_with(&format!("{f}=")))
     })
-}
-
-/// A `[query]` table (top-level or a configuration's own); `at` names it in messages,
-/// files are read relative to `base_dir` (the experiment file's directory).
-fn resolve_query(q: QueryFile, at: &str, base_dir: &Path) -> Result<QuerySpec, String> {
-    let read = |key: &str, file: &str| {
-        let full = base_dir.join(file);
-        std::fs::read_to_string(&full)
-            .map_err(|e| format!("{at}.{key} {:?}: cannot read {}: {e}", file, full.display()))
-    };
-    let document = match (q.document, q.document_file) {
-        (Some(d), None) => d,
-        (None, Some(f)) => read("document_file", &f)?,
-        (Some(_), Some(_)) => {
-            return Err(format!(
-                "{at}: give either document or document_file, not both"
-            ))
-        }
-        (None, None) => return Err(format!("{at}: needs document or document_file")),
-    };
-    if document.trim().is_empty() {
-        return Err(format!("{at}.document is empty"));
-    }
-    let expected_text = match (q.expected, q.expected_file) {
-        (Some(e), None) => e,
-        (None, Some(f)) => read("expected_file", &f)?,
-        (Some(_), Some(_)) => {
-            return Err(format!(
-                "{at}: give either expected or expected_file, not both"
-            ))
-        }
-        (None, None) => return Err(format!("{at}: needs expected or expected_file")),
-    };
-    let expected: serde_json::Value = serde_json::from_str(&expected_text)
-        .map_err(|e| format!("{at}.expected is not JSON: {e}"))?;
-    let variables = match q.variables {
-        Some(table) => {
-            Some(serde_json::to_value(table).map_err(|e| format!("{at}.variables: {e}"))?)
-        }
-        None => None,
-    };
-    let query_path = q.path.unwrap_or_else(|| "/graphql".into());
-    if !query_path.starts_with('/') {
-        return Err(format!("{at}.path {query_path:?} must start with '/'"));
-    }
-    for h in &q.headers {
-        if !h.contains(':') {
-            return Err(format!("{at}.headers: {h:?} is not `Name: value`"));
-        }
-    }
-    let unique_literals = q.unique_literals.unwrap_or(false);
-    let spec = QuerySpec {
-        document,
-        variables,
-        expected,
-        path: query_path,
-        headers: q.headers,
-        unique_literals,
-    };
-    if unique_literals && !spec.body().contains(PLACEHOLDER) {
-        return Err(format!(
-            "{at}.unique_literals = true, but neither the document nor the variables hold {PLACEHOLDER}"
-        ));
-    }
-    Ok(spec)
 }
 
 /// A `[load]` table over its defaults (the file's `[load]`, then the built-in ones).

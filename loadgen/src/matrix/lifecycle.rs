@@ -1,11 +1,13 @@
 //! The processes of one configuration in one round: start them on free ports (Redis,
-//! or a Redis Cluster, first, then the subgraphs, then the latency proxies of
-//! `[config.network]`, then the gateways), wait for `/health`, check the answer, and
-//! stop them by PID.
+//! or a Redis Cluster, first, then the subgraphs the graph has the runner start (the
+//! lab's user-service and post-service, or an experiment's `[[services.subgraph]]`),
+//! then the latency proxies of `[config.network]`, then the gateways), wait for their
+//! health, check the answer, and stop them by PID.
 //!
 //! Every process is a [`ServiceProcess`], which stops itself when dropped: an error
 //! anywhere in a round never leaves a gateway behind.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
@@ -13,13 +15,16 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context};
 use hyper::Method;
 
-use super::experiment::{ConfigSpec, QuerySpec, REDIS_CLUSTER_PLACEHOLDER, REDIS_PLACEHOLDER};
+use super::experiment::{ConfigSpec, REDIS_CLUSTER_PLACEHOLDER, REDIS_PLACEHOLDER};
+use super::graph::Started;
 use super::http_probe;
 use super::network;
+use super::query::QuerySpec;
 use super::redis_cluster::{self, RedisCluster};
 use super::redis_server;
+use super::scraping::UpstreamCounter;
 use super::services::{free_ports, ServiceProcess, STOP_GRACE};
-use super::settings::{Binaries, GATEWAY, POST_SERVICE, USER_SERVICE};
+use super::settings::{Binaries, GATEWAY};
 use crate::bench::outcome::body_has_graphql_errors;
 use crate::workload::check::check_answer;
 use crate::workload::recorder::FreshnessRecorder;
@@ -32,13 +37,22 @@ pub const PROBE_DEADLINE: Duration = Duration::from_secs(10);
 /// How long a configuration's redis-server may take to answer PING.
 const REDIS_DEADLINE: Duration = Duration::from_secs(20);
 
+/// A subgraph the runner started, with what the graph says of it.
+pub struct StartedSubgraph {
+    /// Its name for the gateway.
+    pub name: String,
+    pub spec: Started,
+    pub process: ServiceProcess,
+    pub ready: Duration,
+}
+
 /// The running processes of one configuration.
 pub struct Stack {
     pub redis: Option<(ServiceProcess, Duration)>,
     /// The configuration's Redis Cluster (`redis = "cluster"`).
     pub cluster: Option<RedisCluster>,
-    pub user: (ServiceProcess, Duration),
-    pub post: (ServiceProcess, Duration),
+    /// The subgraphs the runner started, in the graph's order.
+    pub subgraphs: Vec<StartedSubgraph>,
     /// In start order; the first is the profiled one.
     pub gateways: Vec<(ServiceProcess, Duration)>,
     /// `loadgen netproxy` in front of the services `[config.network]` names.
@@ -87,17 +101,16 @@ impl Stack {
         } else {
             0
         };
+        let started: Vec<(&str, &Started)> = config.graph.started().collect();
         let proxied = config.network.links.len();
-        let ports = free_ports(2 + instances + usize::from(config.redis) + cluster_nodes + proxied)
-            .context("choosing free ports")?;
+        let mut ports = free_ports(
+            started.len() + instances + usize::from(config.redis) + cluster_nodes + proxied,
+        )
+        .context("choosing free ports")?
+        .into_iter();
+        let mut next_port = move || ports.next().expect("a port was chosen for every process");
         let addr = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
-        let (user_addr, post_addr) = (addr(ports[0]), addr(ports[1]));
         let log = |service: &str| launch.logs.join(format!("{}-{service}.log", launch.tag));
-        let with_listen = |listen: SocketAddr, extra: &[String]| {
-            let mut args = vec!["--listen".to_string(), listen.to_string()];
-            args.extend(extra.iter().cloned());
-            args
-        };
 
         // Redis first, so that the gateways find it when they start.
         let redis = if config.redis {
@@ -107,7 +120,7 @@ impl Stack {
                     &config.name
                 ))
             })?;
-            let mut process = redis_server::start(binary, ports[2 + instances], &log("redis"))?;
+            let mut process = redis_server::start(binary, next_port(), &log("redis"))?;
             let ready = rt.block_on(redis_server::wait_ready(&mut process, REDIS_DEADLINE))?;
             Some((process, ready))
         } else {
@@ -122,11 +135,11 @@ impl Stack {
             };
             let binary = launch.redis_binary.ok_or_else(missing)?;
             let cli = redis_cluster::find_redis_cli().ok_or_else(missing)?;
-            let first = 2 + instances + usize::from(config.redis);
+            let nodes: Vec<u16> = (0..cluster_nodes).map(|_| next_port()).collect();
             Some(rt.block_on(RedisCluster::start(
                 binary,
                 &cli,
-                &ports[first..first + cluster_nodes],
+                &nodes,
                 log,
                 REDIS_DEADLINE,
             ))?)
@@ -134,22 +147,29 @@ impl Stack {
             None
         };
 
-        let mut user = ServiceProcess::spawn(
-            USER_SERVICE,
-            &launch.binaries.user_service,
-            &with_listen(user_addr, &config.user_service_args),
-            user_addr,
-            &log(USER_SERVICE),
-        )?;
-        let mut post = ServiceProcess::spawn(
-            POST_SERVICE,
-            &launch.binaries.post_service,
-            &with_listen(post_addr, &config.post_service_args),
-            post_addr,
-            &log(POST_SERVICE),
-        )?;
-        let user_ready = rt.block_on(user.wait_healthy(HEALTH_DEADLINE))?;
-        let post_ready = rt.block_on(post.wait_healthy(HEALTH_DEADLINE))?;
+        // The subgraphs: all started, then waited for.
+        let mut subgraphs = Vec::with_capacity(started.len());
+        for (name, spec) in &started {
+            let listen = addr(next_port());
+            let mut args = vec![spec.listen.clone(), listen.to_string()];
+            args.extend(config.subgraph_args.get(*name).cloned().unwrap_or_default());
+            let process = ServiceProcess::spawn(
+                &spec.process,
+                &launch.binaries.find(&spec.binary)?,
+                &args,
+                listen,
+                &log(&spec.process),
+            )?;
+            subgraphs.push(StartedSubgraph {
+                name: name.to_string(),
+                spec: (*spec).clone(),
+                process,
+                ready: Duration::ZERO,
+            });
+        }
+        for s in &mut subgraphs {
+            s.ready = rt.block_on(s.process.wait_healthy_at(&s.spec.health, HEALTH_DEADLINE))?;
+        }
 
         // The gateways reach a proxied service through its proxy.
         let mut proxies = Vec::with_capacity(proxied);
@@ -157,8 +177,7 @@ impl Stack {
             let Some(link) = config.network.link(service) else {
                 return Ok(addr);
             };
-            let port =
-                ports[2 + instances + usize::from(config.redis) + cluster_nodes + proxies.len()];
+            let port = next_port();
             let name = format!("{}-{service}", network::PROXY_PREFIX);
             proxies.push(network::start_proxy(
                 &std::env::current_exe()?,
@@ -174,8 +193,11 @@ impl Stack {
             Some((r, _)) => Some(redis_server::url(reach(network::REDIS, r.addr)?)),
             None => None,
         };
-        let user_via = reach(network::USER_SERVICE, user_addr)?;
-        let post_via = reach(network::POST_SERVICE, post_addr)?;
+        let mut reached = BTreeMap::new();
+        for s in &subgraphs {
+            let via = reach(&s.spec.network, s.process.addr)?;
+            reached.insert(s.name.clone(), format!("http://{via}{}", s.spec.path));
+        }
         let gateway_extra = with_redis_url(&config.gateway_args, redis_url.as_deref());
         // A cluster is reached directly: its nodes announce their own addresses.
         let seeds = cluster.as_ref().map(RedisCluster::seeds);
@@ -186,17 +208,12 @@ impl Stack {
                 None => a.clone(),
             })
             .collect();
+        let graph_args = config.graph.gateway_args(&reached);
         let mut gateways = Vec::with_capacity(instances);
-        for (i, port) in ports[2..2 + instances].iter().enumerate() {
-            let gateway_addr = addr(*port);
-            let mut gateway_args = vec![
-                "--listen".to_string(),
-                gateway_addr.to_string(),
-                "--subgraph".to_string(),
-                format!("user=http://{user_via}/graphql"),
-                "--subgraph".to_string(),
-                format!("post=http://{post_via}/graphql"),
-            ];
+        for i in 0..instances {
+            let gateway_addr = addr(next_port());
+            let mut gateway_args = vec!["--listen".to_string(), gateway_addr.to_string()];
+            gateway_args.extend(graph_args.iter().cloned());
             // Every instance gets the same arguments; only the first is sampled.
             if launch.gateway_profiling {
                 gateway_args.push("--profiling".to_string());
@@ -216,21 +233,19 @@ impl Stack {
         Ok(Stack {
             redis,
             cluster,
-            user: (user, user_ready),
-            post: (post, post_ready),
+            subgraphs,
             gateways,
             proxies,
         })
     }
 
     /// Every process with the time it took to be healthy: gateways, latency proxies,
-    /// post-service, user-service, redis-server (or the cluster's nodes).
+    /// the subgraphs (last started first), redis-server (or the cluster's nodes).
     pub fn processes(&self) -> Vec<(&ServiceProcess, Duration)> {
         let mut all: Vec<(&ServiceProcess, Duration)> =
             self.gateways.iter().map(|(p, d)| (p, *d)).collect();
         all.extend(self.proxies.iter().map(|(p, d)| (p, *d)));
-        all.push((&self.post.0, self.post.1));
-        all.push((&self.user.0, self.user.1));
+        all.extend(self.subgraphs.iter().rev().map(|s| (&s.process, s.ready)));
         if let Some((r, d)) = &self.redis {
             all.push((r, *d));
         }
@@ -261,16 +276,43 @@ impl Stack {
         Some(rt.block_on(cluster.commands_processed()))
     }
 
-    /// Processes that serve `/metrics`: the gateways and both subgraphs.
+    /// Processes that serve `/metrics`: the gateways and the subgraphs that do.
     pub fn scrape_targets(&self) -> Vec<(String, SocketAddr)> {
         let mut all: Vec<(String, SocketAddr)> = self
             .gateways
             .iter()
             .map(|(g, _)| (g.name.clone(), g.addr))
             .collect();
-        all.push((USER_SERVICE.to_string(), self.user.0.addr));
-        all.push((POST_SERVICE.to_string(), self.post.0.addr));
+        all.extend(self.metered_subgraphs());
         all
+    }
+
+    /// Where the subgraphs' requests are counted ([`UpstreamCounter`]).
+    pub fn upstream_counter(&self, config: &ConfigSpec) -> UpstreamCounter {
+        if config.graph.counts_every_subgraph() {
+            UpstreamCounter {
+                services: self.metered_subgraphs(),
+                metric: UpstreamCounter::SUBGRAPHS,
+            }
+        } else {
+            UpstreamCounter {
+                services: self
+                    .gateways
+                    .iter()
+                    .map(|(g, _)| (g.name.clone(), g.addr))
+                    .collect(),
+                metric: UpstreamCounter::GATEWAYS,
+            }
+        }
+    }
+
+    /// The started subgraphs that serve `/metrics`, by process name.
+    pub fn metered_subgraphs(&self) -> Vec<(String, SocketAddr)> {
+        self.subgraphs
+            .iter()
+            .filter(|s| s.spec.metrics)
+            .map(|s| (s.process.name.clone(), s.process.addr))
+            .collect()
     }
 
     /// Name and PID of the processes whose CPU is measured (all but redis-server).
@@ -310,8 +352,12 @@ impl Stack {
             .map(|(g, _)| g.stop(STOP_GRACE))
             .collect();
         stopped.extend(self.proxies.iter_mut().map(|(p, _)| p.stop(STOP_GRACE)));
-        stopped.push(self.post.0.stop(STOP_GRACE));
-        stopped.push(self.user.0.stop(STOP_GRACE));
+        stopped.extend(
+            self.subgraphs
+                .iter_mut()
+                .rev()
+                .map(|s| s.process.stop(STOP_GRACE)),
+        );
         if let Some((r, _)) = &mut self.redis {
             stopped.push(r.stop(STOP_GRACE));
         }

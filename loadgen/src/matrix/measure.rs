@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context};
 
 use super::aggregation::hit_ratio;
+use super::cache_figures::CacheFigures;
 use super::experiment::{ConfigSpec, Experiment};
 use super::lifecycle::{Launch, Stack};
 use super::network;
@@ -19,10 +20,8 @@ use super::profile::perf::{PerfData, PerfRecording};
 use super::profile::{ProfileFigures, ProfileOutcome};
 use super::record::{QueryRecord, RedisRecord, RunRecord, ServiceRecord};
 use super::sampling::{summed, CpuWatch, ProcessCpu};
-use super::scraping::{
-    scrape_all, subgraph_requests, upstream_every_second, Scrape, WindowMetrics,
-};
-use super::settings::{Binaries, RunSettings, GATEWAY, POST_SERVICE, USER_SERVICE};
+use super::scraping::{scrape_all, upstream_every_second, Scrape, WindowMetrics};
+use super::settings::{Binaries, RunSettings, GATEWAY};
 use super::summary::{InstanceFigures, InstanceFreshness, Measurement};
 use crate::bench::engine::{self, BenchPlan, StopRule};
 use crate::bench::report::BenchReport;
@@ -90,6 +89,14 @@ fn bench_plan(
     stack: &Stack,
 ) -> anyhow::Result<BenchPlan> {
     let (path, headers, body, numbered) = match (&config.query, &config.workload) {
+        // A document of several operations names the one that runs: the body is
+        // written as the answer check sends it.
+        (Some(q), _) if q.operation_name.is_some() => (
+            q.path.clone(),
+            q.headers.clone(),
+            BodySource::Json(q.body().into_bytes()),
+            false,
+        ),
         (Some(q), _) => (
             q.path.clone(),
             q.headers.clone(),
@@ -140,6 +147,10 @@ fn bench_plan(
 struct Window {
     report: BenchReport,
     gateway_names: Vec<String>,
+    /// The started subgraphs' process names, in the graph's order.
+    subgraph_names: Vec<String>,
+    /// Those whose own counters give the subgraphs' requests (all of them counted).
+    counted_subgraphs: Option<Vec<String>>,
     /// CPU of every measured process over the window.
     cpu_all: Vec<ProcessCpu>,
     window_started: Instant,
@@ -232,11 +243,13 @@ fn measure_window(
     });
     let before = rt.block_on(scrape_all(&scrape_targets));
     // The subgraphs' requests second by second, from the window's start.
+    let counter = stack.upstream_counter(config);
+    let first = before.as_ref().ok().and_then(|b| counter.total(b));
     let upstream_timeline = rt.spawn(upstream_every_second(
-        vec![stack.user.0.addr, stack.post.0.addr],
+        counter,
         window_started,
         ctx.settings.duration().as_secs(),
-        before.as_ref().ok().and_then(subgraph_requests),
+        first,
     ));
     let redis_before = stack.redis_commands(rt);
 
@@ -277,6 +290,18 @@ fn measure_window(
     Ok(Window {
         report,
         gateway_names,
+        subgraph_names: stack
+            .subgraphs
+            .iter()
+            .map(|s| s.process.name.clone())
+            .collect(),
+        counted_subgraphs: config.graph.counts_every_subgraph().then(|| {
+            stack
+                .metered_subgraphs()
+                .into_iter()
+                .map(|(n, _)| n)
+                .collect()
+        }),
         cpu_all,
         window_started,
         window_wall,
@@ -372,6 +397,11 @@ pub fn run_configuration(
         config,
     )
     .with_context(|| format!("round {round}, {}", config.name))?;
+    rt.block_on(super::validation::validate(
+        stack.gateways[0].0.addr,
+        config,
+    ))
+    .with_context(|| format!("round {round}, {}", config.name))?;
     if config.check {
         stack.check(rt, config, &format!("round {round}"))?;
     }
@@ -421,6 +451,8 @@ fn round_output(
     let Window {
         report,
         gateway_names,
+        subgraph_names,
+        counted_subgraphs,
         cpu_all,
         window_started,
         window_wall,
@@ -437,7 +469,7 @@ fn round_output(
     } = window;
     let client_requests = Some(report.requests as f64).filter(|n| *n > 0.0);
     let (before, after) = (before?, after?);
-    let metrics = WindowMetrics::between(&before, &after, gateway_names.clone());
+    let metrics = WindowMetrics::between(&before, &after, gateway_names.clone(), counted_subgraphs);
     let gateway_requests = metrics.gateway_sum("gateway_requests_total");
     let upstream_requests = metrics.upstream_requests();
     let counted_requests = gateway_requests.or(client_requests).filter(|n| *n > 0.0);
@@ -448,7 +480,7 @@ fn round_output(
     // Per process, with the gateway's instances summed into one figure.
     let mut cpu_figures: Vec<ProcessCpu> = Vec::new();
     cpu_figures.extend(summed(&cpu_all, GATEWAY, client_requests, window_wall));
-    for name in [USER_SERVICE, POST_SERVICE, "loadgen"] {
+    for name in subgraph_names.iter().map(String::as_str).chain(["loadgen"]) {
         cpu_figures.extend(cpu_all.iter().find(|p| p.name == name).cloned());
     }
     cpu_figures.extend(summed(
@@ -618,6 +650,8 @@ fn round_output(
         ),
         stale_served: metrics.gateway_sum("gateway_cache_stale_total"),
         timeline: report.timeline.clone(),
+        error_examples: report.error_examples.clone(),
+        cache: CacheFigures::of_window(&metrics, &after),
     };
     let record = RunRecord {
         round,

@@ -23,15 +23,19 @@
 //! finds during the load are counted, reported loudly, and fail the command at the end.
 
 pub mod aggregation;
+pub mod cache_figures;
 pub mod compare;
 pub mod disturbance;
+pub mod error_budget;
 pub mod experiment;
+pub mod graph;
 pub mod http_probe;
 pub mod lifecycle;
 pub mod manifest;
 pub mod measure;
 pub mod network;
 pub mod profile;
+pub mod query;
 pub mod reaper;
 pub mod record;
 pub mod redis_cluster;
@@ -43,6 +47,7 @@ pub mod scraping;
 pub mod services;
 pub mod settings;
 pub mod summary;
+pub mod validation;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -58,7 +63,7 @@ use self::measure::{run_configuration, Profiler, RunContext};
 use self::profile::flamegraph;
 use self::profile::ProfileOutcome;
 use self::render::chart;
-use self::settings::{Binaries, RunSettings, GATEWAY, POST_SERVICE, USER_SERVICE};
+use self::settings::{Binaries, RunSettings, GATEWAY};
 use self::summary::{ConfigSummary, Measurement, Summary};
 use crate::cli::MatrixArgs;
 use crate::proc_usage;
@@ -200,6 +205,28 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
         ),
     };
     let binaries = Binaries::locate(args.bin_dir.as_deref())?;
+    // Every subgraph binary the run starts, found before anything starts.
+    let mut started_binaries = Vec::new();
+    for (_, started) in experiment.graph.started() {
+        let path = binaries.find(&started.binary).map_err(|e| {
+            anyhow!(
+                "experiment {:?}: subgraph {}: {e}",
+                experiment.name,
+                started.process
+            )
+        })?;
+        if !started_binaries.iter().any(|(_, p)| *p == path) {
+            started_binaries.push((started.binary.clone(), path));
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    // Someone else's subgraphs answer, or nothing starts.
+    runtime
+        .block_on(experiment.graph.check_reachable())
+        .map_err(|e| anyhow!(e))?;
 
     let (timestamp, run_id) = manifest::utc_stamps(SystemTime::now());
     let out = match &args.out {
@@ -225,19 +252,19 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
         experiment: experiment_text,
         arguments: std::env::args().collect(),
         settings: serde_json::to_value(settings)?,
-        binaries: vec![
-            manifest::binary_info(GATEWAY, &binaries.gateway),
-            manifest::binary_info(USER_SERVICE, &binaries.user_service),
-            manifest::binary_info(POST_SERVICE, &binaries.post_service),
-            manifest::binary_info("loadgen", &std::env::current_exe()?),
-        ]
-        .into_iter()
-        .chain(
-            redis_binary
-                .as_deref()
-                .map(|p| manifest::binary_info(redis_server::REDIS_SERVER, p)),
-        )
-        .collect(),
+        binaries: std::iter::once(manifest::binary_info(GATEWAY, &binaries.gateway))
+            .chain(
+                started_binaries
+                    .iter()
+                    .map(|(name, path)| manifest::binary_info(name, path)),
+            )
+            .chain([manifest::binary_info("loadgen", &std::env::current_exe()?)])
+            .chain(
+                redis_binary
+                    .as_deref()
+                    .map(|p| manifest::binary_info(redis_server::REDIS_SERVER, p)),
+            )
+            .collect(),
     };
     write_json(&out.join("manifest.json"), &manifest)?;
     eprintln!(
@@ -251,10 +278,6 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
     );
 
     let profiler = choose_profiler(&experiment)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()?;
     let ctx = RunContext {
         runtime: &runtime,
         experiment: &experiment,
@@ -267,7 +290,8 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
     let mut measurements = Vec::new();
     let mut stacks: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     let mut notes: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for round in 1..=settings.rounds {
+    let mut stopped: Option<String> = None;
+    'rounds: for round in 1..=settings.rounds {
         for config in &experiment.configs {
             let output = run_configuration(&ctx, config, round).map_err(|e| {
                 e.context(format!(
@@ -313,7 +337,13 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
                     notes.entry(config.name.clone()).or_default().push(note)
                 }
             }
+            let limit = args.max_error_rate.or(config.max_error_rate);
+            let verdict = error_budget::check(&output.measurement, limit);
             measurements.push(output.measurement);
+            if let Err(why) = verdict {
+                stopped = Some(why);
+                break 'rounds;
+            }
         }
     }
     drop(runtime);
@@ -334,6 +364,10 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
             .filter(|m| m.config == config.name)
             .cloned()
             .collect();
+        if rounds.is_empty() {
+            // A run stopped before this configuration's first round.
+            continue;
+        }
         let mut c = ConfigSummary::from_rounds(
             &config.name,
             config.description.clone(),
@@ -346,6 +380,10 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
             rounds,
         );
         c.gateways = config.gateways as u32;
+        if !config.graph.lab {
+            c.subgraph_args = config.subgraph_args.clone();
+        }
+        c.max_error_rate = args.max_error_rate.or(config.max_error_rate);
         c.redis = config.redis;
         c.own_query = config.own_query;
         c.network = config.network.describe();
@@ -406,6 +444,12 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
         warnings: Vec::new(),
     };
     summary.derive_warnings();
+    if let Some(why) = &stopped {
+        summary.warnings.insert(
+            0,
+            format!("**STOPPED**: {why}. The rounds before are kept."),
+        );
+    }
     write_json(&out.join("summary.json"), &summary)?;
     let markdown = write_renderings(&out, &summary, &manifest::machine_line(&manifest))?;
     update_latest(&out)?;
@@ -417,6 +461,12 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
         page.display(),
         index.display()
     );
+    if let Some(why) = stopped {
+        bail!(
+            "STOPPED: {why}; the rounds measured so far are in {}",
+            out.display()
+        );
+    }
     let wrong: u64 = summary
         .configs
         .iter()

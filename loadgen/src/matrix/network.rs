@@ -34,7 +34,6 @@ use crate::cli::parse_duration_or_zero;
 pub const REDIS: &str = "redis";
 pub const USER_SERVICE: &str = "user_service";
 pub const POST_SERVICE: &str = "post_service";
-const SERVICES: [&str; 3] = [REDIS, USER_SERVICE, POST_SERVICE];
 /// The process name of the proxy in front of `service` (`netproxy-redis`); every one
 /// starts with `netproxy`, which sums them in the CPU figures.
 pub const PROXY_PREFIX: &str = "netproxy";
@@ -77,14 +76,24 @@ pub struct NetworkSpec {
 }
 
 impl NetworkSpec {
-    /// Validate `[config.network]`; `at` names the configuration in messages, and
-    /// `redis` says whether it has a redis-server to proxy.
-    pub fn resolve(file: NetworkFile, at: &str, redis: bool) -> Result<NetworkSpec, String> {
+    /// Validate `[config.network]`; `at` names the configuration in messages, `redis`
+    /// says whether it has a redis-server to proxy, and `subgraphs` names the subgraphs
+    /// the runner starts, as a network names them (`user_service`, `post_service`, or
+    /// `[[services.subgraph]]` names).
+    pub fn resolve(
+        file: NetworkFile,
+        at: &str,
+        redis: bool,
+        subgraphs: &[String],
+    ) -> Result<NetworkSpec, String> {
+        let services: Vec<&str> = std::iter::once(REDIS)
+            .chain(subgraphs.iter().map(String::as_str))
+            .collect();
         for (key, table) in [("rtt", &file.rtt), ("jitter", &file.jitter)] {
-            if let Some(unknown) = table.keys().find(|k| !SERVICES.contains(&k.as_str())) {
+            if let Some(unknown) = table.keys().find(|k| !services.contains(&k.as_str())) {
                 return Err(format!(
                     "{at}: network.{key}.{unknown}: not a service; use {}",
-                    SERVICES.join(", ")
+                    services.join(", ")
                 ));
             }
         }
@@ -212,12 +221,17 @@ mod tests {
         toml::from_str(text).unwrap()
     }
 
+    fn lab() -> Vec<String> {
+        vec![USER_SERVICE.to_string(), POST_SERVICE.to_string()]
+    }
+
     #[test]
     fn links_are_read_per_service() {
         let spec = NetworkSpec::resolve(
             file("rtt = { redis = \"2ms\", post_service = \"500us\" }\njitter = { redis = \"0.1ms\" }\nseed = 3"),
             "config #1",
             true,
+            &lab(),
         )
         .unwrap();
         assert_eq!(spec.seed, 3);
@@ -312,7 +326,7 @@ mod tests {
     #[test]
     fn bad_networks_are_named() {
         let err = |text: &str, redis: bool| {
-            NetworkSpec::resolve(file(text), "config #2 (\"x\")", redis).unwrap_err()
+            NetworkSpec::resolve(file(text), "config #2 (\"x\")", redis, &lab()).unwrap_err()
         };
         assert_eq!(
             err("rtt = { mysql = \"1ms\" }", true),

@@ -8,8 +8,8 @@ use std::net::SocketAddr;
 
 use serde::Serialize;
 
-use super::experiment::QuerySpec;
 use super::profile::ProfileFigures;
+use super::query::QuerySpec;
 use super::sampling::ProcessCpu;
 use super::summary::InstanceFigures;
 use crate::bench::report::BenchReport;

@@ -15,7 +15,6 @@ use anyhow::bail;
 
 use super::http_probe;
 use super::lifecycle::PROBE_DEADLINE;
-use super::settings::{POST_SERVICE, USER_SERVICE};
 
 /// Scrape one service's `/metrics`.
 pub async fn scrape(addr: SocketAddr) -> anyhow::Result<Scrape> {
@@ -40,12 +39,35 @@ pub async fn scrape_all(
     Ok(all)
 }
 
+/// Where the subgraphs' requests are counted: each subgraph's own
+/// `subgraph_requests_total` when the runner started them all, else the gateways'
+/// `gateway_upstream_requests_total` (someone else's subgraphs may count nothing).
+#[derive(Debug, Clone)]
+pub struct UpstreamCounter {
+    /// The services whose counter is summed, by name.
+    pub services: Vec<(String, SocketAddr)>,
+    pub metric: &'static str,
+}
+
+impl UpstreamCounter {
+    pub const SUBGRAPHS: &'static str = "subgraph_requests_total";
+    pub const GATEWAYS: &'static str = "gateway_upstream_requests_total";
+
+    /// The counter summed over one scrape of every service.
+    pub fn total(&self, scrapes: &BTreeMap<String, Scrape>) -> Option<f64> {
+        self.services
+            .iter()
+            .map(|(name, _)| scrapes.get(name).and_then(|s| s.sum(self.metric)))
+            .sum()
+    }
+}
+
 /// The subgraphs' requests in each whole second of a window of `seconds` seconds that
-/// starts at `start`: their `subgraph_requests_total` summed, read at every second's
-/// edge after the first (`first`: the window's own starting scrape), differenced. A
-/// second whose edge could not be read is `None`.
+/// starts at `start`: the counter summed, read at every second's edge after the first
+/// (`first`: the window's own starting scrape), differenced. A second whose edge could
+/// not be read is `None`.
 pub async fn upstream_every_second(
-    subgraphs: Vec<SocketAddr>,
+    counter: UpstreamCounter,
     start: Instant,
     seconds: u64,
     first: Option<f64>,
@@ -55,11 +77,8 @@ pub async fn upstream_every_second(
     for k in 1..=seconds {
         tokio::time::sleep_until((start + Duration::from_secs(k)).into()).await;
         let mut total = Some(0.0);
-        for addr in &subgraphs {
-            let count = scrape(*addr)
-                .await
-                .ok()
-                .and_then(|s| s.sum("subgraph_requests_total"));
+        for (_, addr) in &counter.services {
+            let count = scrape(*addr).await.ok().and_then(|s| s.sum(counter.metric));
             total = total.zip(count).map(|(a, b)| a + b);
         }
         readings.push(total);
@@ -73,24 +92,15 @@ pub async fn upstream_every_second(
         .collect()
 }
 
-/// The subgraphs' `subgraph_requests_total` summed, in one scrape of every service.
-pub fn subgraph_requests(scrapes: &BTreeMap<String, Scrape>) -> Option<f64> {
-    [USER_SERVICE, POST_SERVICE]
-        .iter()
-        .map(|name| {
-            scrapes
-                .get(*name)
-                .and_then(|s| s.sum("subgraph_requests_total"))
-        })
-        .sum()
-}
-
 /// Every service's metric differences over the window.
 #[derive(Debug, Clone)]
 pub struct WindowMetrics {
     pub delta: BTreeMap<String, Scrape>,
     /// The gateway instances' names, in start order.
     pub gateways: Vec<String>,
+    /// The subgraphs whose own counters give the requests they received, when the
+    /// runner started and counts every subgraph (else the gateways' counters do).
+    pub subgraphs: Option<Vec<String>>,
 }
 
 impl WindowMetrics {
@@ -99,6 +109,7 @@ impl WindowMetrics {
         before: &BTreeMap<String, Scrape>,
         after: &BTreeMap<String, Scrape>,
         gateways: Vec<String>,
+        subgraphs: Option<Vec<String>>,
     ) -> WindowMetrics {
         let delta = after
             .iter()
@@ -109,7 +120,11 @@ impl WindowMetrics {
                 )
             })
             .collect();
-        WindowMetrics { delta, gateways }
+        WindowMetrics {
+            delta,
+            gateways,
+            subgraphs,
+        }
     }
 
     /// A gateway counter summed over the instances; absent when no instance has it.
@@ -148,13 +163,13 @@ impl WindowMetrics {
     /// Requests the subgraphs received (their own counters; the gateways' upstream
     /// counters when a subgraph has none).
     pub fn upstream_requests(&self) -> Option<f64> {
-        match (
-            self.of(USER_SERVICE, "subgraph_requests_total"),
-            self.of(POST_SERVICE, "subgraph_requests_total"),
-        ) {
-            (Some(u), Some(p)) => Some(u + p),
-            _ => self.gateway_sum("gateway_upstream_requests_total"),
-        }
+        let own: Option<f64> = self.subgraphs.as_ref().and_then(|names| {
+            names
+                .iter()
+                .map(|n| self.of(n, UpstreamCounter::SUBGRAPHS))
+                .sum()
+        });
+        own.or_else(|| self.gateway_sum(UpstreamCounter::GATEWAYS))
     }
 
     /// A gateway counter summed over the instances per value of its labels `labels`

@@ -94,6 +94,15 @@ impl ServiceProcess {
 
     /// Poll `/health` until it answers 200, the process exits, or `deadline` passes.
     pub async fn wait_healthy(&mut self, deadline: Duration) -> anyhow::Result<Duration> {
+        self.wait_healthy_at("/health", deadline).await
+    }
+
+    /// [`ServiceProcess::wait_healthy`] on another path.
+    pub async fn wait_healthy_at(
+        &mut self,
+        path: &str,
+        deadline: Duration,
+    ) -> anyhow::Result<Duration> {
         let started = Instant::now();
         loop {
             if let Some(status) = self.exited() {
@@ -104,15 +113,14 @@ impl ServiceProcess {
                     self.log_tail(20)
                 );
             }
-            if let Ok(answer) = http_probe::get(self.addr, "/health", HEALTH_REQUEST_DEADLINE).await
-            {
+            if let Ok(answer) = http_probe::get(self.addr, path, HEALTH_REQUEST_DEADLINE).await {
                 if answer.status == 200 {
                     return Ok(started.elapsed());
                 }
             }
             if started.elapsed() >= deadline {
                 anyhow::bail!(
-                    "{} at {} was not healthy within {deadline:?}; last log lines:\n{}",
+                    "{} at {} did not answer 200 on {path} within {deadline:?}; last log lines:\n{}",
                     self.name,
                     self.addr,
                     self.log_tail(20)

@@ -62,16 +62,18 @@ impl RunSettings {
     }
 }
 
-/// Paths of the three service binaries.
+/// Where the service binaries are: the gateway, and the subgraphs the runner starts.
 #[derive(Debug, Clone)]
 pub struct Binaries {
     pub gateway: PathBuf,
-    pub user_service: PathBuf,
-    pub post_service: PathBuf,
+    /// Where a binary named without a directory is looked for.
+    pub dir: PathBuf,
+    /// How `dir` was chosen, for messages.
+    flag: &'static str,
 }
 
 impl Binaries {
-    /// Find the binaries in `dir`, or next to the running loadgen (the same build).
+    /// Find the gateway in `dir`, or next to the running loadgen (the same build).
     pub fn locate(dir: Option<&Path>) -> anyhow::Result<Binaries> {
         let (dir, flag) = match dir {
             Some(d) => (d.to_path_buf(), "--bin-dir"),
@@ -92,21 +94,33 @@ impl Binaries {
                 )
             }
         };
-        let find = |name: &str| {
-            let path = dir.join(name);
-            if path.is_file() {
-                Ok(path)
-            } else {
-                Err(anyhow!(
-                    "{name} not found in {} ({flag}); build the workspace first, e.g. `cargo build --release --workspace`",
-                    dir.display()
-                ))
-            }
+        let mut binaries = Binaries {
+            gateway: PathBuf::new(),
+            dir,
+            flag,
         };
-        Ok(Binaries {
-            gateway: find(GATEWAY)?,
-            user_service: find(USER_SERVICE)?,
-            post_service: find(POST_SERVICE)?,
-        })
+        binaries.gateway = binaries.find(GATEWAY)?;
+        Ok(binaries)
+    }
+
+    /// The binary `name`: a path when it holds a `/`, else the file of that name in
+    /// the binaries' directory.
+    pub fn find(&self, name: &str) -> anyhow::Result<PathBuf> {
+        let path = if name.contains('/') {
+            PathBuf::from(name)
+        } else {
+            self.dir.join(name)
+        };
+        if path.is_file() {
+            Ok(path)
+        } else if name.contains('/') {
+            Err(anyhow!("{name} not found (a [[services.subgraph]] binary)"))
+        } else {
+            Err(anyhow!(
+                "{name} not found in {} ({}); build the workspace first, e.g. `cargo build --release --workspace`",
+                self.dir.display(),
+                self.flag
+            ))
+        }
     }
 }

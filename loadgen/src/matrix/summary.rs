@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::cache_figures::CacheFigures;
 use super::profile::ProfileFigures;
 use super::sampling::ProcessCpu;
 use crate::bench::recorder::ErrorCounts;
@@ -148,6 +149,12 @@ pub struct Measurement {
     /// The window second by second: client req/s, errors, p99, subgraph requests.
     #[serde(default)]
     pub timeline: Vec<Second>,
+    /// Per place of `error_paths`, the message of the first error seen there.
+    #[serde(default)]
+    pub error_examples: BTreeMap<String, String>,
+    /// What the caches held at the window's end and shared across operations.
+    #[serde(default)]
+    pub cache: Option<CacheFigures>,
 }
 
 /// An open-loop round's schedule, as sent.
@@ -351,6 +358,9 @@ pub struct Medians {
     /// Share of the gateway's CPU time its flamegraph holds (samples / (CPU s × Hz)).
     #[serde(default)]
     pub profile_coverage: Option<f64>,
+    /// The caches' entries, bytes and reuse across operations (medians).
+    #[serde(default)]
+    pub cache: Option<CacheFigures>,
 }
 
 /// Everything about one configuration.
@@ -361,6 +371,12 @@ pub struct ConfigSummary {
     pub gateway_args: Vec<String>,
     pub user_service_args: Vec<String>,
     pub post_service_args: Vec<String>,
+    /// With a graph of the experiment's own: each started subgraph's arguments, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub subgraph_args: BTreeMap<String, Vec<String>>,
+    /// The share of answers with errors past which the run stopped (none: no limit).
+    #[serde(default)]
+    pub max_error_rate: Option<f64>,
     /// The load settings (connections, threads, rate, timeout).
     pub load: serde_json::Value,
     pub rounds: Vec<Measurement>,
@@ -497,6 +513,8 @@ pub(crate) mod fixtures {
             strategy_decisions: BTreeMap::new(),
             stale_served: None,
             timeline: Vec::new(),
+            error_examples: BTreeMap::new(),
+            cache: None,
         }
     }
 }

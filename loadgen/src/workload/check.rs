@@ -12,7 +12,7 @@ use super::answer::Node;
 use super::oracle::{Oracle, Verdict};
 use super::recorder::FreshnessRecorder;
 use super::spec::{Read, Step, Workload};
-use super::template::version_of;
+use super::template::{version_of, version_of_number};
 
 /// Check one 2xx answer without GraphQL errors to `op`, sent at `sent_ns` (oracle
 /// clock) with `keys` drawn. Fresh and stale reads count when `in_window`; wrong
@@ -99,12 +99,13 @@ fn check_entity(
     };
     let version = match entity.get(field) {
         Some(Node::Str(s)) => version_of(s),
+        Some(Node::Number(n)) => version_of_number(n.as_f64().unwrap_or(0.0)),
         Some(Node::Null) => 0,
         other => {
             recorder.wrong(
                 &op.name,
                 format!(
-                    "{}: {type_name} {id}.{field} is {other:?}, not a string",
+                    "{}: {type_name} {id}.{field} is {other:?}, not a string or a number",
                     read.at
                 ),
             );
@@ -221,8 +222,8 @@ reads = [
             ),
             (r#"{"data":null}"#, "the answer has no data"),
             (
-                r#"{"data":{"me":{"id":"u3","name":"v9","topPosts":[]}}}"#,
-                "User u3 answered name v9, a version written to another entity",
+                r#"{"data":{"me":{"id":"u3","name":"v999999999999","topPosts":[]}}}"#,
+                "User u3 answered name v999999999999, a version written to another entity",
             ),
             (
                 r#"{"data":{"me":{"id":"u3","name":"J","topPosts":{"pid":"p1"}}}}"#,

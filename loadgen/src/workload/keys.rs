@@ -1,17 +1,29 @@
 //! Key popularity: which id an operation reads or writes, drawn from a named key set.
 //!
 //! A key set is a range of integers (`first ..= first + count - 1`, so `p{post}` with
-//! `count = 10000` names `p1`…`p10000`) and a distribution over it:
+//! `count = 10000` names `p1`…`p10000`), or a **list** of keys written out (`values =
+//! ["000000000017", …]`, or `values_file`, one key a line: the UPCs of someone else's
+//! graph), and a distribution over it:
 //!
 //! - `uniform`: every key alike;
-//! - `zipf`: key `first + k - 1` has weight `1 / k^exponent` (the first key is the
-//!   most popular; YCSB's usual exponent is 0.99), sampled by `rand_distr::Zipf`;
+//! - `zipf`: key `first + k - 1` (the list's `k`-th) has weight `1 / k^exponent` (the
+//!   first key is the most popular; YCSB's usual exponent is 0.99), sampled by
+//!   `rand_distr::Zipf`;
 //! - `hotspot`: a `hot_share` of the draws falls uniformly on the first `hot_fraction`
 //!   of the keys, the rest uniformly on the others (YCSB's hotspot), from rand's
-//!   `Bernoulli` and `Uniform`.
+//!   `Bernoulli` and `Uniform`;
+//! - `sequence`: each connection walks the keys in order, wrapping around, from a
+//!   start of its own (spread over the set by the connection's index), so the run
+//!   visits every key without a random draw ([`KeySet::sequence_start`]; the walk is
+//!   kept by [`super::mix`]).
+//!
+//! A draw is an integer: the key itself for a range, the key's index in a list
+//! (`0 ..= count - 1`), which [`super::template`] renders as the listed text.
 //!
 //! The sampling is rand's and rand_distr's; this file only checks the parameters and
 //! maps a draw to a key.
+
+use std::sync::Arc;
 
 use rand::distr::{Bernoulli, Distribution, Uniform};
 use rand::Rng;
@@ -22,13 +34,21 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct KeyFile {
-    /// `uniform`, `zipf` or `hotspot`.
+    /// `uniform`, `zipf`, `hotspot` or `sequence`.
     pub distribution: String,
-    /// How many keys: the set is `first ..= first + count - 1`.
-    pub count: i64,
-    /// The smallest key (default 1).
+    /// How many keys: the set is `first ..= first + count - 1` (not with a list).
+    #[serde(default)]
+    pub count: Option<i64>,
+    /// The smallest key (default 1; not with a list).
     #[serde(default)]
     pub first: Option<i64>,
+    /// The keys written out, instead of a range.
+    #[serde(default)]
+    pub values: Option<Vec<String>>,
+    /// A file of keys, one a line (blank lines and `#` comments skipped), relative to
+    /// the file that names it; read into `values` before the set is built.
+    #[serde(default)]
+    pub values_file: Option<String>,
     /// Zipf: the exponent (0.99 in YCSB).
     #[serde(default)]
     pub exponent: Option<f64>,
@@ -56,6 +76,8 @@ pub enum KeyDistribution {
         hot_count: u64,
         hot_share: f64,
     },
+    /// Every key in order, per connection.
+    Sequence,
 }
 
 /// A named key set: its range and distribution.
@@ -65,6 +87,8 @@ pub struct KeySet {
     pub first: u64,
     pub count: u64,
     pub distribution: KeyDistribution,
+    /// A list's keys: a draw `i` names `values[i]` (then `first` is 0).
+    pub values: Option<Arc<[Box<str>]>>,
 }
 
 impl KeySet {
@@ -80,14 +104,59 @@ impl KeySet {
                 super::template::VERSION
             ));
         }
-        if file.count < 1 {
-            return Err(format!("{at}.count = {}: must be at least 1", file.count));
+        if file.values_file.is_some() {
+            return Err(format!(
+                "{at}.values_file: the file was not read (give the set to Workload::from_file_in)"
+            ));
         }
-        let first = file.first.unwrap_or(1);
-        if first < 0 {
-            return Err(format!("{at}.first = {first}: must not be negative"));
-        }
-        let (first, count) = (first as u64, file.count as u64);
+        let values: Option<Arc<[Box<str>]>> = match &file.values {
+            Some(list) => {
+                for (key, present) in [
+                    ("count", file.count.is_some()),
+                    ("first", file.first.is_some()),
+                ] {
+                    if present {
+                        return Err(format!(
+                            "{at}.{key} does not apply to a list of keys (values): the list sets them"
+                        ));
+                    }
+                }
+                if list.is_empty() {
+                    return Err(format!("{at}.values is empty"));
+                }
+                if let Some(i) = list.iter().position(|v| v.is_empty()) {
+                    return Err(format!("{at}.values[{i}] is empty"));
+                }
+                // A key is written into JSON strings and headers as it is.
+                if let Some(i) = list
+                    .iter()
+                    .position(|v| v.chars().any(|c| c == '"' || c == '\\' || c.is_control()))
+                {
+                    return Err(format!(
+                        "{at}.values[{i}] = {:?}: a key may not hold quotes, backslashes or control characters",
+                        list[i]
+                    ));
+                }
+                Some(list.iter().map(|v| v.as_str().into()).collect())
+            }
+            None => None,
+        };
+        let (first, count) = match &values {
+            Some(list) => (0, list.len() as u64),
+            None => {
+                let count = file.count.ok_or_else(|| {
+                    format!("{at}: needs count (a range of keys) or values (a list)")
+                })?;
+                if count < 1 {
+                    return Err(format!("{at}.count = {count}: must be at least 1"));
+                }
+                let first = file.first.unwrap_or(1);
+                if first < 0 {
+                    return Err(format!("{at}.first = {first}: must not be negative"));
+                }
+                (first as u64, count as u64)
+            }
+        };
         let last = first + count - 1;
         let unexpected = |key: &str, present: bool| {
             if present {
@@ -149,9 +218,15 @@ impl KeySet {
                     hot_share: share,
                 }
             }
+            "sequence" => {
+                unexpected("exponent", file.exponent.is_some())?;
+                unexpected("hot_fraction", file.hot_fraction.is_some())?;
+                unexpected("hot_share", file.hot_share.is_some())?;
+                KeyDistribution::Sequence
+            }
             other => {
                 return Err(format!(
-                    "{at}.distribution = {other:?}: use uniform, zipf or hotspot"
+                    "{at}.distribution = {other:?}: use uniform, zipf, hotspot or sequence"
                 ))
             }
         };
@@ -160,7 +235,33 @@ impl KeySet {
             first,
             count,
             distribution,
+            values,
         })
+    }
+
+    /// Whether keys come in order rather than drawn ([`KeyDistribution::Sequence`]).
+    pub fn is_sequence(&self) -> bool {
+        matches!(self.distribution, KeyDistribution::Sequence)
+    }
+
+    /// Where connection `index` starts its walk of a sequence: spread over the set
+    /// (the index times the golden ratio's fraction, modulo the count), so that
+    /// connections start apart.
+    pub fn sequence_start(&self, index: u64) -> u64 {
+        index.wrapping_mul(0x9E37_79B9_7F4A_7C15) % self.count
+    }
+
+    /// The `position`-th key of a sequence walk.
+    pub fn sequence_key(&self, position: u64) -> u64 {
+        self.first + position % self.count
+    }
+
+    /// The text of drawn key `key`: the listed value, or the number.
+    pub fn text(&self, key: u64) -> String {
+        match &self.values {
+            Some(list) => list[(key - self.first) as usize].to_string(),
+            None => key.to_string(),
+        }
     }
 
     /// Draw one key.
@@ -183,6 +284,8 @@ impl KeySet {
                     cold_keys.sample(rng)
                 }
             }
+            // Walked per connection by the mix; a lone draw takes the first key.
+            KeyDistribution::Sequence => self.first,
         }
     }
 
@@ -191,7 +294,9 @@ impl KeySet {
     pub fn probabilities(&self) -> Vec<f64> {
         let n = self.count;
         match &self.distribution {
-            KeyDistribution::Uniform(_) => vec![1.0 / n as f64; n as usize],
+            KeyDistribution::Uniform(_) | KeyDistribution::Sequence => {
+                vec![1.0 / n as f64; n as usize]
+            }
             KeyDistribution::Zipf { exponent, .. } => {
                 let weights: Vec<f64> = (1..=n).map(|k| (k as f64).powf(-exponent)).collect();
                 let total: f64 = weights.iter().sum();
@@ -248,8 +353,10 @@ mod tests {
     fn set(distribution: &str, extra: impl Fn(&mut KeyFile)) -> KeySet {
         let mut file = KeyFile {
             distribution: distribution.into(),
-            count: 1000,
+            count: Some(1000),
             first: None,
+            values: None,
+            values_file: None,
             exponent: None,
             hot_fraction: None,
             hot_share: None,
@@ -312,10 +419,57 @@ mod tests {
     fn ranges_start_where_asked() {
         let keys = set("uniform", |f| {
             f.first = Some(0);
-            f.count = 3;
+            f.count = Some(3);
         });
         let c = counts(&keys, 3000, 1);
         assert_eq!(c.len(), 3);
         assert!(c.iter().all(|n| *n > 800));
+    }
+
+    #[test]
+    fn a_list_is_drawn_by_index_and_read_back_as_its_text() {
+        let listed = set("zipf", |f| {
+            f.count = None;
+            f.exponent = Some(0.99);
+            f.values = Some(vec![
+                "000000000017".into(),
+                "000000000024".into(),
+                "x".into(),
+            ]);
+        });
+        assert_eq!((listed.first, listed.count), (0, 3));
+        let c = counts(&listed, 30_000, 3);
+        assert!(c[0] > c[1] && c[1] > c[2], "{c:?}");
+        assert_eq!(listed.text(0), "000000000017");
+        assert_eq!(listed.text(2), "x");
+        assert_eq!(set("uniform", |_| {}).text(42), "42");
+        let bad = |tweak: &dyn Fn(&mut KeyFile)| {
+            let mut f = KeyFile {
+                distribution: "uniform".into(),
+                count: None,
+                first: None,
+                values: Some(vec!["a".into()]),
+                values_file: None,
+                exponent: None,
+                hot_fraction: None,
+                hot_share: None,
+            };
+            tweak(&mut f);
+            KeySet::new("k", &f).unwrap_err()
+        };
+        assert!(bad(&|f| f.count = Some(3)).contains("keys.k.count does not apply to a list"));
+        assert!(bad(&|f| f.values = Some(vec![])).contains("keys.k.values is empty"));
+        assert!(bad(&|f| f.values = None).contains("keys.k: needs count"));
+    }
+
+    #[test]
+    fn a_sequence_walks_every_key_in_order_from_a_start_per_connection() {
+        let walk = set("sequence", |f| f.count = Some(10));
+        let starts: Vec<u64> = (0..4).map(|i| walk.sequence_start(i)).collect();
+        assert_eq!(starts[0], 0);
+        assert!(starts.windows(2).all(|w| w[0] != w[1]), "{starts:?}");
+        let keys: Vec<u64> = (7..17).map(|p| walk.sequence_key(p)).collect();
+        assert_eq!(keys, [8, 9, 10, 1, 2, 3, 4, 5, 6, 7]);
+        assert!(walk.is_sequence() && !set("uniform", |_| {}).is_sequence());
     }
 }

@@ -4,7 +4,8 @@
 //! the workload's seed on a stream of its own (the connection's index and role), so two
 //! runs with the same seed and connection count send the same operations with the same
 //! keys on every connection, however the connections interleave. Only the versions that
-//! writes carry depend on that interleaving: they are numbered when sent.
+//! writes carry depend on that interleaving: they are numbered when sent. A `sequence`
+//! key set is walked, not drawn: each stream keeps its position in it.
 
 use rand::distr::weighted::WeightedIndex;
 use rand::distr::Distribution;
@@ -43,6 +44,8 @@ pub struct OperationStream {
     choose: Option<WeightedIndex<f64>>,
     /// The keys drawn for the current operation, by key set (unused sets keep old values).
     pub keys: Vec<u64>,
+    /// Per key set, the next position of its walk (sequence sets only).
+    positions: Vec<u64>,
 }
 
 impl OperationStream {
@@ -70,6 +73,11 @@ impl OperationStream {
             candidates,
             choose,
             keys: vec![0; workload.keys.len()],
+            positions: workload
+                .keys
+                .iter()
+                .map(|k| k.sequence_start(role.stream_base() + index))
+                .collect(),
         }
     }
 
@@ -79,8 +87,14 @@ impl OperationStream {
             Some(w) => self.candidates[w.sample(&mut self.rng)],
             None => self.candidates[0],
         };
-        for k in &workload.operations[op].draws {
-            self.keys[*k] = workload.keys[*k].sample(&mut self.rng);
+        for &k in &workload.operations[op].draws {
+            let set = &workload.keys[k];
+            self.keys[k] = if set.is_sequence() {
+                self.positions[k] += 1;
+                set.sequence_key(self.positions[k] - 1)
+            } else {
+                set.sample(&mut self.rng)
+            };
         }
         op
     }
@@ -145,5 +159,23 @@ write = { type = "Post", id = "p{post}" }
         let all = draws(&w, Role::All, 5, 50_000);
         let share = all.iter().filter(|(op, _)| *op == 0).count() as f64 / all.len() as f64;
         assert!((share - 0.6).abs() < 0.01, "{share}");
+    }
+
+    #[test]
+    fn a_sequence_is_walked_in_order_by_each_connection() {
+        let text = MIX.replace(
+            r#"post = { distribution = "uniform", count = 1000 }"#,
+            r#"post = { distribution = "sequence", values = ["a", "b", "c"] }"#,
+        );
+        let w = Workload::from_toml(&text).unwrap().unwrap();
+        for index in 0..3 {
+            let keys: Vec<u64> = draws(&w, Role::Writes, index, 7)
+                .iter()
+                .map(|(_, k)| *k)
+                .collect();
+            let start = keys[0];
+            let expected: Vec<u64> = (0..7).map(|i| (start + i) % 3).collect();
+            assert_eq!(keys, expected, "connection {index}");
+        }
     }
 }

@@ -19,6 +19,15 @@
 //!
 //! Entities are kept per type in sharded maps (a read locks one shard briefly); an
 //! entity appears at its first write.
+//!
+//! Version numbers come from one counter for the whole process, so the runs of one
+//! `loadgen matrix` (every configuration and round, against subgraphs that may live
+//! through them all: someone else's) never reuse one; the counter starts from the
+//! clock (1000 numbers a second, wrapping every 5.5 hours, so that a number written as
+//! `100·n` still fits a GraphQL `Int`), so that a later process does not reuse the
+//! numbers an earlier one left in long-lived subgraphs either. A version below the
+//! run's first is a write of an earlier run: to this run it is the data as it found
+//! it (version 0).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
@@ -30,6 +39,18 @@ use std::time::Instant;
 const SHARDS: usize = 64;
 /// An acknowledgement time not yet known.
 const NOT_ACKED: u64 = u64::MAX;
+/// The next version any write of this process carries.
+static NEXT_VERSION: std::sync::LazyLock<AtomicU64> = std::sync::LazyLock::new(|| {
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    AtomicU64::new(1 + (seconds % VERSION_CLOCK_WRAP) * VERSIONS_PER_SECOND)
+});
+/// The counter's start moves this many numbers a second ...
+const VERSIONS_PER_SECOND: u64 = 1000;
+/// ... and wraps after this many seconds: every version stays under 2·10⁷, so `100·n`
+/// fits a signed 32-bit integer.
+const VERSION_CLOCK_WRAP: u64 = 20_000;
 
 /// One write of one entity.
 #[derive(Debug, Clone, Copy)]
@@ -77,7 +98,8 @@ pub struct PendingWrite {
 #[derive(Debug)]
 pub struct Oracle {
     start: Instant,
-    next_version: AtomicU64,
+    /// The first version this run's writes may carry.
+    first_version: u64,
     hasher: RandomState,
     /// `types × SHARDS` shards.
     shards: Vec<Shard>,
@@ -87,7 +109,7 @@ impl Oracle {
     pub fn new(types: usize) -> Oracle {
         Oracle {
             start: Instant::now(),
-            next_version: AtomicU64::new(1),
+            first_version: NEXT_VERSION.load(Ordering::Relaxed),
             hasher: RandomState::new(),
             shards: (0..types.max(1) * SHARDS)
                 .map(|_| Mutex::default())
@@ -114,7 +136,7 @@ impl Oracle {
             Arc::clone(&shard.entry(id.clone().into_boxed_str()).or_default().gate)
         };
         let guard = gate.lock_owned().await;
-        let version = self.next_version.fetch_add(1, Ordering::Relaxed);
+        let version = NEXT_VERSION.fetch_add(1, Ordering::Relaxed);
         let mut shard = self.shard(type_index, &id);
         if let Some(entity) = shard.get_mut(id.as_str()) {
             entity.writes.push(WriteRecord {
@@ -148,6 +170,12 @@ impl Oracle {
 
     /// Judge a read of entity `id` that returned `version` and was sent at `sent`.
     pub fn judge(&self, type_index: usize, id: &str, version: u64, sent: u64) -> Verdict {
+        // An earlier run's write: the data as this run found it.
+        let version = if version < self.first_version {
+            0
+        } else {
+            version
+        };
         let shard = self.shard(type_index, id);
         let writes: &[WriteRecord] = shard.get(id).map_or(&[], |e| e.writes.as_slice());
         // The newest write acknowledged before the read was sent. Acknowledgements come
@@ -196,15 +224,18 @@ mod tests {
         let t0 = oracle.start;
         let at = |ms: u64| t0 + Duration::from_millis(ms);
         let ns = |ms: u64| ms * 1_000_000;
+        // Version numbers are the process's: other tests may take some meanwhile.
+        let unused = u64::MAX / 2;
         // Unwritten entities: version 0 is fresh, any other version is someone else's.
         assert_eq!(oracle.judge(0, "p1", 0, ns(1)), Verdict::Fresh);
-        assert_eq!(oracle.judge(0, "p1", 5, ns(1)), Verdict::Foreign);
+        assert_eq!(oracle.judge(0, "p1", unused, ns(1)), Verdict::Foreign);
 
         let w1 = runtime.block_on(oracle.begin_write(0, "p1".into()));
-        assert_eq!(w1.version, 1);
+        let v1 = w1.version;
+        assert!(v1 >= oracle.first_version);
         // In flight: reading either version is fresh.
         assert_eq!(oracle.judge(0, "p1", 0, ns(5)), Verdict::Fresh);
-        assert_eq!(oracle.judge(0, "p1", 1, ns(5)), Verdict::Fresh);
+        assert_eq!(oracle.judge(0, "p1", v1, ns(5)), Verdict::Fresh);
         oracle.acknowledge(w1, at(10));
         // A read sent before the acknowledgement may see the old value.
         assert_eq!(oracle.judge(0, "p1", 0, ns(9)), Verdict::Fresh);
@@ -215,14 +246,16 @@ mod tests {
                 out_of_date_ns: ns(20)
             }
         );
-        assert_eq!(oracle.judge(0, "p1", 1, ns(30)), Verdict::Fresh);
+        assert_eq!(oracle.judge(0, "p1", v1, ns(30)), Verdict::Fresh);
         // Another entity's version is a wrong answer, in the same type or another.
         let w2 = runtime.block_on(oracle.begin_write(0, "p2".into()));
+        let v2 = w2.version;
         oracle.acknowledge(w2, at(40));
-        assert_eq!(oracle.judge(0, "p1", 2, ns(50)), Verdict::Foreign);
-        assert_eq!(oracle.judge(1, "p1", 1, ns(50)), Verdict::Foreign);
+        assert_eq!(oracle.judge(0, "p1", v2, ns(50)), Verdict::Foreign);
+        assert_eq!(oracle.judge(1, "p1", v1, ns(50)), Verdict::Foreign);
         // Two writes later: the age counts from the newest, "out of date" from the first missed.
         let w3 = runtime.block_on(oracle.begin_write(0, "p1".into()));
+        let v3 = w3.version;
         oracle.acknowledge(w3, at(60));
         assert_eq!(
             oracle.judge(0, "p1", 0, ns(100)),
@@ -232,13 +265,18 @@ mod tests {
             }
         );
         assert_eq!(
-            oracle.judge(0, "p1", 1, ns(100)),
+            oracle.judge(0, "p1", v1, ns(100)),
             Verdict::Stale {
                 age_ns: ns(40),
                 out_of_date_ns: ns(40)
             }
         );
-        assert_eq!(oracle.judge(0, "p1", 3, ns(100)), Verdict::Fresh);
+        assert_eq!(oracle.judge(0, "p1", v3, ns(100)), Verdict::Fresh);
+        // The next run: this run's writes are the data as it finds them.
+        let next = Oracle::new(2);
+        assert!(next.first_version > v3);
+        assert_eq!(next.judge(0, "p1", v3, ns(1)), Verdict::Fresh);
+        assert_eq!(next.judge(0, "p2", v1, ns(1)), Verdict::Fresh);
     }
 
     #[test]
@@ -250,6 +288,7 @@ mod tests {
         let oracle = Oracle::new(1);
         runtime.block_on(async {
             let first = oracle.begin_write(0, "u1".into()).await;
+            let first_version = first.version;
             let other = oracle.begin_write(0, "u2".into()).await;
             let second = tokio::time::timeout(
                 Duration::from_millis(50),
@@ -266,7 +305,7 @@ mod tests {
             .await
             .expect("the gate opened");
             // The timed-out attempt never took a number.
-            assert_eq!(second.version, 3);
+            assert!(second.version > first_version, "{}", second.version);
         });
     }
 }

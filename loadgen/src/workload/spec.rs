@@ -7,11 +7,14 @@
 //! shared by every connection of a run.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use hyper::header::{HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 
+use super::document::OperationFacts;
 use super::keys::{KeyFile, KeySet};
+use super::source::{Origin, Place};
 use super::template::Template;
 
 /// The seed when the file gives none.
@@ -46,7 +49,14 @@ pub struct WorkloadFile {
 pub struct OperationFile {
     pub name: String,
     pub weight: f64,
-    pub document: String,
+    /// The GraphQL document inline, or `document_file` (relative to the file).
+    #[serde(default)]
+    pub document: Option<String>,
+    #[serde(default)]
+    pub document_file: Option<String>,
+    /// Which operation of the document runs (needed when it has several).
+    #[serde(default)]
+    pub operation_name: Option<String>,
     /// GraphQL variables; string values may hold `{key set}` and `{version}`.
     #[serde(default)]
     pub variables: Option<toml::Table>,
@@ -120,6 +130,12 @@ pub struct Operation {
     pub name: String,
     pub weight: f64,
     pub document: String,
+    pub operation_name: Option<String>,
+    /// Where the document's first line is, and the `variables` key's line.
+    pub document_at: Option<Place>,
+    pub variables_at: Option<Place>,
+    /// What the document's operation is (a mutation; its variables).
+    pub facts: OperationFacts,
     /// The whole JSON body, `{"query":…,"variables":…}`, with its placeholders.
     pub body: Template,
     pub headers: Vec<(HeaderName, Template)>,
@@ -166,15 +182,35 @@ impl Serialize for Workload {
 }
 
 impl Workload {
-    /// Validate a `[workload]` table. Errors start with `workload` and name the key.
+    /// Validate a `[workload]` table whose files (none) would be in the current
+    /// directory. Errors start with `workload` and name the key.
     pub fn from_file(file: WorkloadFile) -> Result<Workload, String> {
+        Workload::from_file_in(file, &Origin::in_dir(Path::new(".")))
+    }
+
+    /// Validate a workload table that came from `origin`: its `values_file`s and
+    /// `document_file`s are read relative to `origin.base_dir`, and an error about an
+    /// operation's document or variables starts with the file and line (`ops.toml:12:
+    /// workload.operation "x": …`).
+    pub fn from_file_in(mut file: WorkloadFile, origin: &Origin) -> Result<Workload, String> {
         if let Some(p) = &file.path {
             if !p.starts_with('/') {
                 return Err(format!("workload.path {p:?} must start with '/'"));
             }
         }
         let mut keys = Vec::new();
-        for (name, k) in &file.keys {
+        for (name, k) in file.keys.iter_mut() {
+            if let Some(listed) = k.values_file.take() {
+                if k.values.is_some() {
+                    return Err(format!(
+                        "workload.keys.{name}: give either values or values_file, not both"
+                    ));
+                }
+                k.values =
+                    Some(read_values(&origin.base_dir, &listed).map_err(|e| {
+                        format!("workload.keys.{name}.values_file {listed:?}: {e}")
+                    })?);
+            }
             keys.push(KeySet::new(name, k).map_err(|e| format!("workload.{e}"))?);
         }
         if file.operations.is_empty() {
@@ -190,7 +226,7 @@ impl Workload {
             }
         };
         let mut operations = Vec::new();
-        for o in &file.operations {
+        for (index, o) in file.operations.iter().enumerate() {
             let at = format!("workload.operation {:?}", o.name);
             if o.name.is_empty()
                 || !o
@@ -211,22 +247,29 @@ impl Workload {
                     o.weight
                 ));
             }
-            if o.document.trim().is_empty() {
-                return Err(format!("{at}.document is empty"));
-            }
+            let places = origin.operation(index);
+            let (document, document_at) = super::document::text_of(o, &places, origin, &at)?;
+            let facts =
+                super::document::facts_of(o, &document, &places, document_at.as_ref(), &at)?;
             let variables = match &o.variables {
                 Some(table) => {
                     serde_json::to_string(table).map_err(|e| format!("{at}.variables: {e}"))?
                 }
                 None => String::new(),
             };
-            let document =
-                serde_json::to_string(&o.document).map_err(|e| format!("{at}.document: {e}"))?;
+            let mut head = format!(
+                "{{\"query\":{}",
+                serde_json::to_string(&document).map_err(|e| format!("{at}.document: {e}"))?
+            );
+            if let Some(name) = &o.operation_name {
+                head.push_str(",\"operationName\":");
+                head.push_str(&serde_json::to_string(name).map_err(|e| format!("{at}: {e}"))?);
+            }
             let mut body = Template::parse(&variables, &keys, &format!("{at}.variables"))?;
             if variables.is_empty() {
-                body = Template::literal(&format!("{{\"query\":{document}}}"));
+                body = Template::literal(&format!("{head}}}"));
             } else {
-                body.wrap(&format!("{{\"query\":{document},\"variables\":"), "}");
+                body.wrap(&format!("{head},\"variables\":"), "}");
             }
             let mut headers = Vec::new();
             for (i, raw) in o.headers.iter().enumerate() {
@@ -246,6 +289,16 @@ impl Workload {
                 HeaderValue::from_str(&value.render(&vec![1; keys.len()], 1))
                     .map_err(|_| format!("{here}: {raw:?} is not a header value"))?;
                 headers.push((name, value));
+            }
+            if facts.mutation && o.write.is_none() {
+                return Err(format!(
+                    "{at}: the document is a mutation; say what it writes (write = {{ type = …, id = … }}, its variables carrying {{version}})"
+                ));
+            }
+            if !facts.mutation && o.write.is_some() {
+                return Err(format!(
+                    "{at}: write = {{ … }} is for mutations; this document is a query"
+                ));
             }
             let write = match &o.write {
                 Some(w) => {
@@ -319,7 +372,11 @@ impl Workload {
             operations.push(Operation {
                 name: o.name.clone(),
                 weight: o.weight,
-                document: o.document.clone(),
+                document,
+                operation_name: o.operation_name.clone(),
+                document_at,
+                variables_at: places.variables.clone(),
+                facts,
                 body,
                 headers,
                 reads,
@@ -366,16 +423,10 @@ impl Workload {
     }
 
     /// Parse the `[workload]` table of a TOML document (an experiment file, or a file
-    /// holding only that table); `None` when it has none.
+    /// holding only that table); `None` when it has none. Reading one from a file, with
+    /// its lines known: [`super::load`].
     pub fn from_toml(text: &str) -> Result<Option<Workload>, String> {
-        let mut table: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
-        let Some(value) = table.remove("workload") else {
-            return Ok(None);
-        };
-        let file: WorkloadFile = value
-            .try_into()
-            .map_err(|e: toml::de::Error| format!("workload: {}", e.to_string().trim_end()))?;
-        Workload::from_file(file).map(Some)
+        super::load::from_toml_at(text, Path::new("workload.toml"))
     }
 
     /// The GraphQL endpoint's path.
@@ -387,6 +438,19 @@ impl Workload {
     pub fn separate_writes(&self) -> bool {
         self.write_rate.is_some()
     }
+}
+
+/// The keys of a `values_file`: one a line, blank lines and `#` comments skipped.
+fn read_values(base_dir: &Path, file: &str) -> Result<Vec<String>, String> {
+    let full = base_dir.join(file);
+    let text = std::fs::read_to_string(&full)
+        .map_err(|e| format!("cannot read {}: {e}", full.display()))?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(String::from)
+        .collect())
 }
 
 /// `a.b[].c` → Field(a), Field(b), Each, Field(c).

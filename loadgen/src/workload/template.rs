@@ -1,9 +1,18 @@
 //! Text with placeholders, cut once and joined per request.
 //!
 //! `{name}` stands for the key drawn from key set `name` for this operation (the same
-//! value everywhere in one operation), `{version}` for the version a write carries
-//! (`v<n>`, unique in the run). A template is parsed once into pieces and slots, so
-//! rendering one costs appending bytes and formatting integers: no search per request.
+//! value everywhere in one operation; a listed key's text), `{version}` for the version
+//! a write carries (`v<n>`, unique in the run). `{#name}` and `{#version}` are the
+//! same as bare numbers: `{#name}` the key, `{#version}` the number `100·n` (`n`
+//! followed by `00`), for a write whose value is a number, a price in cents say: a
+//! number read back is version `n` when it is a whole multiple of 100, and the data as
+//! loaded otherwise ([`version_of_number`]; the commerce graph's prices all end in
+//! 99). Written as a whole JSON string (`"first": "{#count}"`) they also drop its
+//! quotes, so the variable is sent as a number. A template is parsed once into
+//! pieces and slots, so rendering one costs appending bytes and formatting integers:
+//! no search per request.
+
+use std::sync::Arc;
 
 use super::keys::KeySet;
 
@@ -11,14 +20,22 @@ use super::keys::KeySet;
 pub const VERSION: &str = "version";
 /// How a version is written: `v` and a number.
 pub const VERSION_PREFIX: &str = "v";
+/// After `{`: the placeholder is rendered bare (a number, its JSON quotes dropped).
+const BARE: char = '#';
+/// After a version written as a number: `n` becomes `100·n`.
+const NUMBER_SUFFIX: &str = "00";
 
 /// What fills a gap between two pieces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Slot {
     /// The key drawn from this key set (index into the workload's key sets).
     Key(usize),
+    /// The key drawn from a list: the draw is an index into these texts.
+    Listed(usize, Arc<[Box<str>]>),
     /// The write's version, `v<n>`.
     Version,
+    /// The write's version as a bare number, `100·n`.
+    VersionNumber,
 }
 
 /// Text cut at its placeholders: `pieces.len() == slots.len() + 1`.
@@ -29,8 +46,9 @@ pub struct Template {
 }
 
 impl Template {
-    /// Cut `text` at every `{name}` (letters, digits, `_`); the name must be a key set
-    /// or `version`. Braces around anything else (JSON's own) are kept as they are.
+    /// Cut `text` at every `{name}` or `{#name}` (letters, digits, `_`); the name must
+    /// be a key set or `version`. Braces around anything else (JSON's own) are kept as
+    /// they are.
     pub fn parse(text: &str, keys: &[KeySet], at: &str) -> Result<Template, String> {
         let mut pieces = Vec::new();
         let mut slots = Vec::new();
@@ -38,13 +56,21 @@ impl Template {
         let mut rest = text;
         while let Some(open) = rest.find('{') {
             let after = &rest[open + 1..];
-            let name_len = after
+            let (bare, name_at) = match after.strip_prefix(BARE) {
+                Some(tail) => (true, tail),
+                None => (false, after),
+            };
+            let name_len = name_at
                 .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(after.len());
-            if name_len > 0 && after[name_len..].starts_with('}') {
-                let name = &after[..name_len];
+                .unwrap_or(name_at.len());
+            if name_len > 0 && name_at[name_len..].starts_with('}') {
+                let name = &name_at[..name_len];
                 let slot = if name == VERSION {
-                    Slot::Version
+                    if bare {
+                        Slot::VersionNumber
+                    } else {
+                        Slot::Version
+                    }
                 } else {
                     let index = keys.iter().position(|k| k.name == name).ok_or_else(|| {
                         let known: Vec<String> =
@@ -54,12 +80,21 @@ impl Template {
                             if known.is_empty() { "none".to_string() } else { known.join(", ") }
                         )
                     })?;
-                    Slot::Key(index)
+                    match &keys[index].values {
+                        Some(list) => Slot::Listed(index, Arc::clone(list)),
+                        None => Slot::Key(index),
+                    }
                 };
                 piece.push_str(&rest[..open]);
+                let mut tail = &name_at[name_len + 1..];
+                // `"{#name}"`, a whole JSON string: the value goes without its quotes.
+                if bare && piece.ends_with('"') && tail.starts_with('"') {
+                    piece.pop();
+                    tail = &tail[1..];
+                }
                 pieces.push(std::mem::take(&mut piece));
                 slots.push(slot);
-                rest = &after[name_len + 1..];
+                rest = tail;
             } else {
                 piece.push_str(&rest[..=open]);
                 rest = after;
@@ -89,13 +124,15 @@ impl Template {
     /// The key sets this template draws from.
     pub fn key_sets(&self) -> impl Iterator<Item = usize> + '_ {
         self.slots.iter().filter_map(|s| match s {
-            Slot::Key(k) => Some(*k),
-            Slot::Version => None,
+            Slot::Key(k) | Slot::Listed(k, _) => Some(*k),
+            Slot::Version | Slot::VersionNumber => None,
         })
     }
 
     pub fn has_version(&self) -> bool {
-        self.slots.contains(&Slot::Version)
+        self.slots
+            .iter()
+            .any(|s| matches!(s, Slot::Version | Slot::VersionNumber))
     }
 
     pub fn is_literal(&self) -> bool {
@@ -108,9 +145,14 @@ impl Template {
         for (slot, piece) in self.slots.iter().zip(&self.pieces[1..]) {
             match slot {
                 Slot::Key(k) => push_decimal(out, keys[*k]),
+                Slot::Listed(k, list) => out.extend_from_slice(listed(list, keys[*k]).as_bytes()),
                 Slot::Version => {
                     out.extend_from_slice(VERSION_PREFIX.as_bytes());
                     push_decimal(out, version);
+                }
+                Slot::VersionNumber => {
+                    push_decimal(out, version);
+                    out.extend_from_slice(NUMBER_SUFFIX.as_bytes());
                 }
             }
             out.extend_from_slice(piece.as_bytes());
@@ -132,11 +174,11 @@ impl Template {
         let mut digits = [0u8; 20];
         for (i, piece) in self.pieces.iter().enumerate() {
             if i > 0 {
-                let number = match self.slots[i - 1] {
-                    Slot::Key(k) => keys[k],
-                    Slot::Version => return false,
+                let d: &[u8] = match &self.slots[i - 1] {
+                    Slot::Key(k) => decimal(keys[*k], &mut digits),
+                    Slot::Listed(k, list) => listed(list, keys[*k]).as_bytes(),
+                    Slot::Version | Slot::VersionNumber => return false,
                 };
-                let d = decimal(number, &mut digits);
                 if !rest.starts_with(d) {
                     return false;
                 }
@@ -149,6 +191,12 @@ impl Template {
         }
         rest.is_empty()
     }
+}
+
+/// The listed text of draw `index` (an index out of range, which the draws never give,
+/// renders empty).
+fn listed(list: &[Box<str>], index: u64) -> &str {
+    list.get(index as usize).map_or("", |v| v)
 }
 
 fn decimal(mut n: u64, buffer: &mut [u8; 20]) -> &[u8] {
@@ -183,6 +231,21 @@ pub fn version_of(value: &str) -> u64 {
     number.parse().unwrap_or(0)
 }
 
+/// The version a number carries (a write's `{#version}`, `100·n`): `n` for a whole
+/// multiple of 100 from 100 up; any other value (a price of 1299 cents, as the data
+/// was loaded) is version 0.
+pub fn version_of_number(value: f64) -> u64 {
+    if value >= 100.0
+        && value.fract() == 0.0
+        && value < 9.0e15
+        && (value as u64).is_multiple_of(100)
+    {
+        value as u64 / 100
+    } else {
+        0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,15 +254,23 @@ mod tests {
     fn keys() -> Vec<KeySet> {
         let file = |d: &str| KeyFile {
             distribution: d.into(),
-            count: 10,
+            count: Some(10),
             first: None,
+            values: None,
+            values_file: None,
             exponent: None,
             hot_fraction: None,
             hot_share: None,
         };
+        let listed = KeyFile {
+            count: None,
+            values: Some(vec!["000000000017".into(), "000000000024".into()]),
+            ..file("uniform")
+        };
         vec![
             KeySet::new("post", &file("uniform")).unwrap(),
             KeySet::new("user", &file("uniform")).unwrap(),
+            KeySet::new("upc", &listed).unwrap(),
         ]
     }
 
@@ -214,6 +285,7 @@ mod tests {
         .unwrap();
         assert_eq!(t.key_sets().collect::<Vec<_>>(), [0, 1, 0]);
         assert!(t.has_version());
+        assert!(!t.render(&[7, 3, 0], 42).contains('#'));
         assert_eq!(
             t.render(&[7, 3], 42),
             r#"{"pid":"p7","title":"v42","u":"u3","again":"7"}"#
@@ -226,6 +298,26 @@ mod tests {
             e.contains("operation \"me\".headers: {nope} is not a key set (known: {post}, {user}"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn listed_keys_render_their_text_and_bare_placeholders_drop_their_quotes() {
+        let keys = keys();
+        let t = Template::parse(
+            r#"{"upc":"{upc}","price":"{#version}","first":"{#post}","in":"n{#post}"}"#,
+            &keys,
+            "x",
+        )
+        .unwrap();
+        assert!(t.has_version());
+        assert_eq!(t.key_sets().collect::<Vec<_>>(), [2, 0, 0]);
+        assert_eq!(
+            t.render(&[7, 0, 1], 42),
+            r#"{"upc":"000000000024","price":4200,"first":7,"in":"n7"}"#
+        );
+        let id = Template::parse("{upc}", &keys, "x").unwrap();
+        assert!(id.matches("000000000017", &[0, 0, 0]));
+        assert!(!id.matches("000000000024", &[0, 0, 0]));
     }
 
     #[test]
@@ -247,5 +339,10 @@ mod tests {
         assert_eq!(version_of("John"), 0);
         assert_eq!(version_of("v"), 0);
         assert_eq!(version_of("v99999999999999999999999"), 0);
+        assert_eq!(version_of_number(1200.0), 12);
+        assert_eq!(version_of_number(1299.0), 0);
+        assert_eq!(version_of_number(12.5), 0);
+        assert_eq!(version_of_number(0.0), 0);
+        assert_eq!(version_of_number(-300.0), 0);
     }
 }

@@ -12,8 +12,14 @@ pub fn loadgen() -> &'static str {
 /// The folder of the gateway and subgraph binaries (loadgen's); fails the test, saying
 /// what to build, when they are missing.
 pub fn require_services() -> PathBuf {
+    require_binaries(&["gateway", "user-service", "post-service"])
+}
+
+/// The folder of loadgen's binary, where `names` must be built too (the test fails,
+/// saying what to build, when one is missing).
+pub fn require_binaries(names: &[&str]) -> PathBuf {
     let dir = Path::new(loadgen()).parent().unwrap().to_path_buf();
-    for name in ["gateway", "user-service", "post-service"] {
+    for name in names {
         assert!(
             dir.join(name).is_file(),
             "{name} is not built in {}: run `cargo build --workspace` before these tests",

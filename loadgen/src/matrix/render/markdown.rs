@@ -199,7 +199,14 @@ impl Summary {
             if show_coverage {
                 row.push_str(&format!(" {} |", percent(m.profile_coverage)));
             }
-            row.push_str(&format!(" {} | {flame} |", c.errors_total));
+            let errors = match crate::matrix::error_budget::over_rounds(c) {
+                Some((total, rate, classes)) => format!(
+                    "**{total}** ({}: {classes})",
+                    crate::matrix::error_budget::percent(rate)
+                ),
+                None => "0".into(),
+            };
+            row.push_str(&format!(" {errors} | {flame} |"));
             let _ = writeln!(out, "{row}");
         }
         let _ = writeln!(
@@ -234,6 +241,9 @@ impl Summary {
             out.push_str(&table);
         }
         if let Some(table) = super::per_gateway::table(self) {
+            out.push_str(&table);
+        }
+        if let Some(table) = super::cache_memory::table(self) {
             out.push_str(&table);
         }
         self.error_places_table(&mut out);
@@ -318,8 +328,24 @@ impl Summary {
     /// CPU per client request and cores, per process and configuration, and what the
     /// rest of the machine was busy with.
     fn cpu_table(&self, out: &mut String) {
-        let mut processes = vec!["gateway", "user-service", "post-service", "loadgen"];
-        // Latency proxies (summed) only when a configuration ran some.
+        // The gateway, every subgraph in the order the rounds list them, loadgen, and
+        // the latency proxies (summed) only when a configuration ran some.
+        let mut processes = vec!["gateway"];
+        for c in &self.configs {
+            for p in c.rounds.iter().flat_map(|m| &m.cpu) {
+                let name = p.name.as_str();
+                if !matches!(name, "gateway" | "loadgen")
+                    && !name.starts_with(PROXY_PREFIX)
+                    && !processes.contains(&name)
+                {
+                    processes.push(name);
+                }
+            }
+        }
+        if processes.len() == 1 {
+            processes.extend(["user-service", "post-service"]);
+        }
+        processes.push("loadgen");
         if self
             .configs
             .iter()

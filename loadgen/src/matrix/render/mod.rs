@@ -3,12 +3,14 @@
 //! ([`tradeoff`]), for open-loop sweeps the overload curve ([`overload`]), the
 //! window second by second ([`timeline`]), and for configurations with a Redis its
 //! round trips per request beside the network's RTT ([`round_trips`]), and for
-//! several gateways each node's own figures ([`per_gateway`]); the pages that hold
+//! several gateways each node's own figures ([`per_gateway`]), what the caches held
+//! and shared across operations ([`cache_memory`]); the pages that hold
 //! them all, for a browser ([`html`]).
 //!
 //! The charts share [`svg`] (escaping, palette, number formats, text widths),
 //! [`scale`] (linear, and log with zero drawn apart), [`frame`] (axes and grid) and
 //! [`labels`] (labels placed so that none overlaps another).
+pub mod cache_memory;
 pub mod chart;
 pub mod frame;
 pub mod html;

@@ -49,11 +49,13 @@ fn row(run: &RunFiles, c: &ConfigSummary) -> Vec<String> {
     if let Some(d) = &c.description {
         let _ = write!(what, "{}<br>", escape(d));
     }
-    for (who, args) in [
+    let mut processes: Vec<(&str, &Vec<String>)> = vec![
         ("gateway", &c.gateway_args),
         ("user-service", &c.user_service_args),
         ("post-service", &c.post_service_args),
-    ] {
+    ];
+    processes.extend(c.subgraph_args.iter().map(|(n, a)| (n.as_str(), a)));
+    for (who, args) in processes {
         if !args.is_empty() || who == "gateway" {
             let words: Vec<String> = args.iter().map(|a| shell_word(a)).collect();
             let _ = write!(
@@ -100,10 +102,13 @@ fn row(run: &RunFiles, c: &ConfigSummary) -> Vec<String> {
         Some(r) => format!("{r:.2}"),
         None => "–".into(),
     };
-    let errors = if c.errors_total > 0 {
-        format!("<strong>{}</strong>", c.errors_total)
-    } else {
-        "0".into()
+    let errors = match crate::matrix::error_budget::over_rounds(c) {
+        Some((total, rate, classes)) => format!(
+            "<strong>{total}</strong> <small>({}: {})</small>",
+            crate::matrix::error_budget::percent(rate),
+            escape(&classes)
+        ),
+        None => "0".into(),
     };
     let flame = match &c.flamegraph {
         Some(f) if run.flamegraphs.contains(f) => {
