@@ -91,7 +91,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub unique_literals: bool,
     /// Send the `[workload]` of this TOML file (an experiment file, or one holding only
-    /// that table; or an operations file, or the one an experiment's [graph] names)
+    /// that table; or an operations file, or the one an experiment's `[graph]` names)
     /// instead of one request: a weighted mix of operations with keys drawn
     /// from distributions, writes that carry versions, and every answer checked for
     /// stale reads and wrong answers (format in loadgen/README.md).
