@@ -58,13 +58,8 @@ done
 case $mode in "" | supergraph | compose) ;; *) die "--mode must be supergraph or compose, got '$mode'" ;; esac
 
 # --- what the run needs ---------------------------------------------------------------
-command -v node >/dev/null || die "node is missing (Node 20 or later; apt-get install nodejs, or nodesource)"
-command -v npm >/dev/null || die "npm is missing (it comes with node)"
+need_node 20 "the audit needs it"
 command -v git >/dev/null || die "git is missing"
-command -v curl >/dev/null || die "curl is missing (apt-get install curl)"
-command -v python3 >/dev/null || die "python3 is missing (it finds free ports; apt-get install python3)"
-node_major=$(node -p 'process.versions.node.split(".")[0]')
-[ "$node_major" -ge 20 ] || die "node $(node --version) is too old: the audit needs Node 20 or later"
 [ -d "$audit_dir" ] || die "AUDIT_DIR $audit_dir is not a folder (clone graphql-hive/federation-gateway-audit from GitHub: docs/federation-audit.md)"
 audit_dir=$(cd "$audit_dir" && pwd)
 if ! [ -f "$audit_dir/package.json" ] || ! [ -f "$audit_dir/src/cli.ts" ] ||

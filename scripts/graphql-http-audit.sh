@@ -32,12 +32,7 @@ while [ $# -gt 0 ]; do
     *) die "unknown argument $1 (gateway arguments go after --; see --help)" ;;
   esac
 done
-command -v node >/dev/null || die "node is missing (Node 18 or later; Debian: apt-get install nodejs npm)"
-command -v npm >/dev/null || die "npm is missing (Debian: apt-get install npm)"
-command -v curl >/dev/null || die "curl is missing (apt-get install curl)"
-command -v python3 >/dev/null || die "python3 is missing (it finds free ports)"
-node_major=$(node -p 'process.versions.node.split(".")[0]')
-[ "$node_major" -ge 18 ] || die "node $(node --version) is too old: the audit uses fetch (Node 18 or later)"
+need_node 18 "the audit uses fetch"
 
 # --- the binaries ---------------------------------------------------------------------
 if [ -n "${BIN:-}" ]; then

@@ -15,3 +15,15 @@ record_output() {
 
 # port: a free TCP port on 127.0.0.1.
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# need_node MIN WHY: stop, naming what is missing, unless node (MIN or later), npm, curl and
+# python3 (for port) are here. WHY says what needs that node version. Uses the caller's die.
+need_node() {
+  command -v node >/dev/null || die "node is missing (Node $1 or later; Debian: apt-get install nodejs npm)"
+  command -v npm >/dev/null || die "npm is missing (it comes with node; Debian: apt-get install npm)"
+  command -v curl >/dev/null || die "curl is missing (apt-get install curl)"
+  command -v python3 >/dev/null || die "python3 is missing (it finds free ports; apt-get install python3)"
+  local major
+  major=$(node -p 'process.versions.node.split(".")[0]')
+  [ "$major" -ge "$1" ] || die "node $(node --version) is too old: $2 (Node $1 or later)"
+}

@@ -5,7 +5,6 @@
 //! top, the results index marks the run, and `loadgen compare` names them for both
 //! runs.
 
-use crate::bench::recorder::ErrorCounts;
 use crate::matrix::summary::{ConfigSummary, Summary};
 
 /// Above this many busy cores outside the run's own processes, a configuration's
@@ -138,37 +137,10 @@ fn failed_requests(summary: &Summary) -> Disturbance {
                injects faults or sheds load, a defect anywhere else"
             .into(),
         configs: per_config(summary, |c| {
-            if c.errors_total == 0 {
-                return None;
-            }
-            let mut sum = ErrorCounts::default();
-            let mut made = 0;
-            for m in &c.rounds {
-                sum.transport += m.errors.transport;
-                sum.timeouts += m.errors.timeouts;
-                sum.non_2xx += m.errors.non_2xx;
-                sum.shed += m.errors.shed;
-                sum.graphql += m.errors.graphql;
-                made += m.requests + m.errors.transport + m.errors.timeouts;
-            }
-            let mut parts = Vec::new();
-            for (n, what) in [
-                (sum.transport, "transport"),
-                (sum.timeouts, "timeouts"),
-                (sum.non_2xx, "non-2xx"),
-                (sum.graphql, "GraphQL errors"),
-            ] {
-                if n > 0 {
-                    parts.push(format!("{what} {n}"));
-                }
-            }
-            if sum.shed > 0 {
-                parts.push(format!("of the non-2xx, 503 shed {}", sum.shed));
-            }
+            let (n, share, classes) = crate::matrix::error_budget::over_rounds(c)?;
             Some(format!(
-                "{} of {made} request(s): {}",
-                c.errors_total,
-                parts.join(", ")
+                "{n} request(s), {} of those made: {classes}",
+                crate::matrix::error_budget::percent(share)
             ))
         }),
     }
@@ -280,7 +252,7 @@ mod tests {
             found[3].configs[0],
             (
                 "open".to_string(),
-                "30 of 10000 request(s): non-2xx 30, of the non-2xx, 503 shed 30".to_string()
+                "30 request(s), 0.3% of those made: shed (503) 30".to_string()
             )
         );
         assert!(found.iter().all(|d| d.configs.len() == 1), "{found:?}");

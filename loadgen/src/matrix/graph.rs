@@ -137,15 +137,6 @@ struct ServicesSpans {
     subgraph: Vec<toml::Spanned<toml::Value>>,
 }
 
-/// The 1-based line of byte `offset` of `text`.
-fn line_at(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
-}
-
 impl GraphSpec {
     /// The lab's own graph.
     pub fn lab() -> GraphSpec {
@@ -190,7 +181,7 @@ impl GraphSpec {
         let spans = toml::from_str::<Spans>(text).ok();
         let place = |offset: usize| Place {
             file: path.to_path_buf(),
-            line: line_at(text, offset),
+            line: crate::workload::source::line_at(text, offset),
         };
         let url_place = |name: &str| {
             spans

@@ -137,7 +137,7 @@ impl Origin {
 }
 
 /// The 1-based line of byte `offset` of `text`.
-fn line_at(text: &str, offset: usize) -> usize {
+pub fn line_at(text: &str, offset: usize) -> usize {
     text.as_bytes()[..offset.min(text.len())]
         .iter()
         .filter(|&&b| b == b'\n')

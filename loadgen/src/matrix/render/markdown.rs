@@ -175,7 +175,7 @@ impl Summary {
                 row.push_str(&format!(" {} |", count(m.storage_errors)));
             }
             if show_freshness {
-                let stale = m.stale_fraction.map_or("–".into(), fraction);
+                let stale = m.stale_fraction.map_or("–".into(), crate::matrix::error_budget::percent);
                 let ages = if m.stale_fraction.is_some_and(|f| f > 0.0) {
                     format!(
                         "{} / {} / {}",
@@ -342,9 +342,8 @@ impl Summary {
                 }
             }
         }
-        if processes.len() == 1 {
-            processes.extend(["user-service", "post-service"]);
-        }
+        // Subgraphs the runner did not start (a graph's own, by URL) have no column.
+        let unsampled_subgraphs = processes.len() == 1;
         processes.push("loadgen");
         if self
             .configs
@@ -389,6 +388,13 @@ impl Summary {
              Rest of the machine: its busy cores minus these processes' (perf, redis-server and \
              anything else running)."
         );
+        if unsampled_subgraphs {
+            let _ = writeln!(
+                out,
+                "\nThe subgraphs were not started by the runner (the experiment names them by URL), so \
+                 their CPU is not measured per process: it is part of the rest of the machine."
+            );
+        }
         if !contended.is_empty() {
             let _ = writeln!(
                 out,
@@ -401,17 +407,6 @@ impl Summary {
     }
 }
 
-/// A small fraction as a percentage with the precision it needs (0.012% must not read 0.0%).
-fn fraction(x: f64) -> String {
-    let p = x * 100.0;
-    if p == 0.0 {
-        "0%".into()
-    } else if p < 0.1 {
-        format!("{p:.3}%")
-    } else {
-        format!("{p:.1}%")
-    }
-}
 
 fn opt_ms(v: Option<f64>) -> String {
     v.map_or("–".into(), ms)

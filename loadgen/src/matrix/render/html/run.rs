@@ -319,7 +319,7 @@ mod tests {
             "{html}"
         );
         assert!(
-            html.contains("4 of 46000 request(s): GraphQL errors 4"),
+            html.contains("4 request(s), 0.009% of those made: GraphQL 4"),
             "{html}"
         );
         // One row per configuration, the flamegraph linked or its absence explained.
