@@ -175,7 +175,9 @@ impl Summary {
                 row.push_str(&format!(" {} |", count(m.storage_errors)));
             }
             if show_freshness {
-                let stale = m.stale_fraction.map_or("–".into(), crate::matrix::error_budget::percent);
+                let stale = m
+                    .stale_fraction
+                    .map_or("–".into(), crate::matrix::error_budget::percent);
                 let ages = if m.stale_fraction.is_some_and(|f| f > 0.0) {
                     format!(
                         "{} / {} / {}",
@@ -406,7 +408,6 @@ impl Summary {
         }
     }
 }
-
 
 fn opt_ms(v: Option<f64>) -> String {
     v.map_or("–".into(), ms)
