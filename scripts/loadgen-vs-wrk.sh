@@ -110,7 +110,13 @@ for cfg in dict.fromkeys(c for c, *_ in rows):
     rounds = sorted({r for c, r, _ in by if c == cfg})
     for t in ("wrk", "one-query", "workload"):
         rps = [by[(cfg, r, t)][0] for r in rounds]
-        cpu = [by[(cfg, r, t)][2] * 1e6 / by[(cfg, r, t)][1] for r in rounds]
-        ratios = [by[(cfg, r, t)][0] / by[(cfg, r, "wrk")][0] for r in rounds]
-        print(f"{cfg:9} {t:10} {st.median(rps):14.0f}  {st.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}){'':20} {st.median(cpu):6.1f}")
+        # A round that answered nothing (a stalled target) has no ratio and no CPU per
+        # request: it is named, not divided by.
+        empty = [r for r in rounds if by[(cfg, r, t)][1] == 0 or by[(cfg, r, "wrk")][0] == 0]
+        cpu = [by[(cfg, r, t)][2] * 1e6 / by[(cfg, r, t)][1] for r in rounds if r not in empty]
+        ratios = [by[(cfg, r, t)][0] / by[(cfg, r, "wrk")][0] for r in rounds if r not in empty]
+        ratio = f"{st.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})" if ratios else "n/a"
+        note = f"  rounds without answers: {', '.join(map(str, empty))}" if empty else ""
+        cpu_s = f"{st.median(cpu):6.1f}" if cpu else "   n/a"
+        print(f"{cfg:9} {t:10} {st.median(rps):14.0f}  {ratio:35} {cpu_s}{note}")
 PY
