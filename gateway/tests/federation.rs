@@ -25,6 +25,28 @@ async fn seed_query_answers_byte_for_byte_with_three_subgraph_requests() {
 }
 
 #[tokio::test]
+async fn skipped_root_fields_ask_no_subgraph_and_a_skipped_object_is_still_fetched() {
+    let lab = Lab::start().await;
+    let before = lab.subgraph_requests().await;
+    let q = "query($s: Boolean!) { me @skip(if: $s) { id } topPosts(count: 1) @include(if: $s) { pid } }";
+    let answer = lab.query_with(q, json!({ "s": false }), &[]).await;
+    assert_eq!(answer, json!({ "data": { "me": { "id": "u1" } } }));
+    let answer = lab
+        .query_with("query($s: Boolean!) { me @skip(if: $s) { id } }", json!({ "s": true }), &[])
+        .await;
+    assert_eq!(answer, json!({ "data": {} }));
+    let after = lab.subgraph_requests().await;
+    // Only `me` of the first query reached a subgraph: the root is never fetched for a
+    // `__typename` of its own.
+    assert_eq!((after.0 - before.0, after.1 - before.1), (1, 0));
+    // An object whose every field is skipped is still fetched: {} for a user, not null.
+    let answer = lab
+        .query_with("query($s: Boolean!) { me { id @skip(if: $s) } }", json!({ "s": true }), &[])
+        .await;
+    assert_eq!(answer, json!({ "data": { "me": {} } }));
+}
+
+#[tokio::test]
 async fn batching_sends_one_entities_request_per_subgraph_per_level() {
     let lab = Lab::start().await;
     let before = lab.subgraph_requests().await;

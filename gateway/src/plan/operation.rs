@@ -489,7 +489,14 @@ fn add_keys(set: &mut SelectionSet, key: &SelectionSet, concrete: Option<&str>) 
 ///   when they are all skipped, the answer is still `{}` or `null` as the subgraph
 ///   says, so the object must be fetched, and the planner would otherwise put the
 ///   whole fetch under the condition (or fail to plan it at all).
+///
+/// `set` is the operation's root selection: the gateway answers an empty root itself
+/// (`{}`), so the root never gets a `__typename` it would send a subgraph for nothing.
 pub fn plain_typenames(set: &mut SelectionSet, ty: &str, state: &SupergraphState) {
+    plain_typenames_at(set, ty, state, true)
+}
+
+fn plain_typenames_at(set: &mut SelectionSet, ty: &str, state: &SupergraphState, root: bool) {
     use hive_router_query_planner::state::supergraph_state::SupergraphDefinition as D;
     let is_abstract = matches!(
         state.definitions.get(ty),
@@ -498,7 +505,7 @@ pub fn plain_typenames(set: &mut SelectionSet, ty: &str, state: &SupergraphState
     let aliased = set.items.iter().any(
         |i| matches!(i, SelectionItem::Field(f) if f.name == "__typename" && f.alias.is_some()),
     );
-    if (is_abstract && aliased) || !asks_a_field_always(set) {
+    if (is_abstract && aliased) || (!root && !asks_a_field_always(set)) {
         typename(set);
     }
     for item in &mut set.items {
@@ -506,12 +513,12 @@ pub fn plain_typenames(set: &mut SelectionSet, ty: &str, state: &SupergraphState
             SelectionItem::Field(f) if !f.selections.items.is_empty() => {
                 if let Some(child) = state.field_return_type_name(ty, &f.name) {
                     let child = child.to_string();
-                    plain_typenames(&mut f.selections, &child, state);
+                    plain_typenames_at(&mut f.selections, &child, state, false);
                 }
             }
             SelectionItem::InlineFragment(i) => {
                 let on = i.type_condition.clone();
-                plain_typenames(&mut i.selections, &on, state);
+                plain_typenames_at(&mut i.selections, &on, state, root);
             }
             _ => {}
         }
