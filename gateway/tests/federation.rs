@@ -32,7 +32,11 @@ async fn skipped_root_fields_ask_no_subgraph_and_a_skipped_object_is_still_fetch
     let answer = lab.query_with(q, json!({ "s": false }), &[]).await;
     assert_eq!(answer, json!({ "data": { "me": { "id": "u1" } } }));
     let answer = lab
-        .query_with("query($s: Boolean!) { me @skip(if: $s) { id } }", json!({ "s": true }), &[])
+        .query_with(
+            "query($s: Boolean!) { me @skip(if: $s) { id } }",
+            json!({ "s": true }),
+            &[],
+        )
         .await;
     assert_eq!(answer, json!({ "data": {} }));
     let after = lab.subgraph_requests().await;
@@ -41,7 +45,11 @@ async fn skipped_root_fields_ask_no_subgraph_and_a_skipped_object_is_still_fetch
     assert_eq!((after.0 - before.0, after.1 - before.1), (1, 0));
     // An object whose every field is skipped is still fetched: {} for a user, not null.
     let answer = lab
-        .query_with("query($s: Boolean!) { me { id @skip(if: $s) } }", json!({ "s": true }), &[])
+        .query_with(
+            "query($s: Boolean!) { me { id @skip(if: $s) } }",
+            json!({ "s": true }),
+            &[],
+        )
         .await;
     assert_eq!(answer, json!({ "data": { "me": {} } }));
 }
