@@ -20,7 +20,10 @@
 //!    index on its own: one call can fail while the others succeed.
 //! 5. Each leader's answer is stored (if the policy, the strategies and
 //!    the invalidation race check allow) and handed to its followers,
-//!    exactly as a single call's would be.
+//!    exactly as a single call's would be, as soon as the fetch answers:
+//!    beside this call's own waits, not after them. Two batches that claimed
+//!    the same keys in an interleaved order (on two threads) each lead a key
+//!    the other follows; settling after one's own waits would deadlock them.
 //!
 //! A follower whose leader went away (dropped mid-fetch) is retried in a
 //! new round, so nobody waits on a fetch nobody runs. Dropping this call's
@@ -261,45 +264,46 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         let mut asked: Vec<usize> = direct.clone();
         asked.extend(leads.iter().map(|lead| lead.index));
         let started = Instant::now();
-        let fetching = async {
-            if asked.is_empty() {
+        // The fetch, then each leader's answer stored and handed to its followers, runs
+        // beside this call's own waits, never after them: another call may follow a
+        // flight this one leads while this one follows a flight that call leads (two
+        // batches that claimed the same keys in an interleaved order, on two threads).
+        // Settling only once our own waits were done would make each wait on the other.
+        let settling = async {
+            let (answers, fetched_in) = if asked.is_empty() {
                 (Vec::new(), started.elapsed())
             } else {
                 let answers = fetch(asked.clone()).await;
                 (answers, started.elapsed())
+            };
+            let mut settled: Vec<(usize, Result<V, CacheError>)> =
+                Vec::with_capacity(direct.len() + leads.len());
+            let mut answers = answers.into_iter();
+            for &i in &direct {
+                settled.push((
+                    i,
+                    match answers.next() {
+                        Some(Ok(value)) => Ok(value.into().value),
+                        Some(Err(error)) => {
+                            calls[i].namespace().counters().incr(Counter::Errors);
+                            Err(CacheError::Fetch(Arc::from(error.into())))
+                        }
+                        None => Err(missing_answer()),
+                    },
+                ));
             }
-        };
-        let waiting = futures::future::join_all(follows.iter().map(|(i, flight)| async move {
-            (
-                *i,
-                self.wait(flight, calls[*i].namespace().counters()).await,
-            )
-        }));
-        let ((answers, fetched_in), waited) = futures::future::join(fetching, waiting).await;
-        let mut answers = answers.into_iter();
-        for &i in &direct {
-            results[i] = Some(match answers.next() {
-                Some(Ok(value)) => Ok(value.into().value),
-                Some(Err(error)) => {
-                    calls[i].namespace().counters().incr(Counter::Errors);
-                    Err(CacheError::Fetch(Arc::from(error.into())))
-                }
-                None => Err(missing_answer()),
-            });
-        }
-        for (lead, guard) in leads.iter().zip(guards) {
-            let fetched = match answers.next() {
-                Some(Ok(value)) => Ok(value.into()),
-                Some(Err(error)) => Err(Arc::from(error.into())),
-                None => Err(Arc::new(MissingAnswer) as FetchError),
-            };
-            let namespace = calls[lead.index].namespace();
-            let answer = Answer {
-                fetched,
-                fetched_in,
-            };
-            results[lead.index] = Some(
-                inner
+            for (lead, guard) in leads.iter().zip(guards) {
+                let fetched = match answers.next() {
+                    Some(Ok(value)) => Ok(value.into()),
+                    Some(Err(error)) => Err(Arc::from(error.into())),
+                    None => Err(Arc::new(MissingAnswer) as FetchError),
+                };
+                let namespace = calls[lead.index].namespace();
+                let answer = Answer {
+                    fetched,
+                    fetched_in,
+                };
+                let result = inner
                     .settle(
                         namespace,
                         lead.key,
@@ -308,8 +312,20 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                         answer,
                         lead.previous.as_ref(),
                     )
-                    .await,
-            );
+                    .await;
+                settled.push((lead.index, result));
+            }
+            settled
+        };
+        let waiting = futures::future::join_all(follows.iter().map(|(i, flight)| async move {
+            (
+                *i,
+                self.wait(flight, calls[*i].namespace().counters()).await,
+            )
+        }));
+        let (settled, waited) = futures::future::join(settling, waiting).await;
+        for (i, result) in settled {
+            results[i] = Some(result);
         }
         for (i, outcome) in waited {
             match outcome {

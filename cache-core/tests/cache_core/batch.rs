@@ -394,3 +394,89 @@ async fn hit_now_answers_fresh_stored_values_without_a_future_and_counts_only_hi
     let dedupe_only = cache.namespace_with("Query.me", cache_core::Policy::new());
     assert_eq!(cache.hit_now(key("u1"), &dedupe_only, refresher), None);
 }
+
+/// Found by loading the gateway's deep query at TTL 0 on two worker threads: two
+/// batches that claimed the same keys in an interleaved order each led a key the other
+/// followed. A batch handed its leaders' answers to their followers only once its own
+/// waits were done, so each waited on the other and both hung until their requests
+/// were cancelled. Here, deterministically: a batch leads `u1` and follows `u2`, whose
+/// single leader cannot finish before `u1`'s follower has its answer.
+#[tokio::test]
+async fn a_batch_hands_its_leaders_answers_over_before_its_own_waits_end() {
+    let cache: Cache<u32> = Cache::builder().ttl(Duration::ZERO).build();
+    let ns = cache.namespace("User.name");
+    // The single leader of u2, held until u1's follower got its answer.
+    let u1_answered = Valve::closed();
+    let u2_leader = {
+        let (cache, ns, valve) = (cache.clone(), ns.clone(), u1_answered.clone());
+        tokio::spawn(async move {
+            cache
+                .get_or_fetch(key("u2"), &ns, move || async move {
+                    valve.wait().await;
+                    Ok::<_, Boom>(20u32)
+                })
+                .await
+        })
+    };
+    callers_registered(&cache, "User.name", 1).await;
+    // The batch: leads u1 (its fetch answers once `batch_go` opens), follows u2.
+    let batch_go = Valve::closed();
+    let batch = {
+        let (cache, ns, go) = (cache.clone(), ns.clone(), batch_go.clone());
+        tokio::spawn(async move {
+            let calls: Vec<_> = ["u1", "u2"]
+                .iter()
+                .map(|id| BatchCall::Cached {
+                    key: key(id),
+                    namespace: &ns,
+                })
+                .collect();
+            let fetch = move |indices: Vec<usize>| {
+                let go = go.clone();
+                async move {
+                    go.wait().await;
+                    indices
+                        .iter()
+                        .map(|_| Ok::<_, Boom>(10u32))
+                        .collect::<Vec<_>>()
+                }
+            };
+            cache
+                .get_or_fetch_many(&calls, fetch)
+                .await
+                .into_iter()
+                .map(Result::unwrap)
+                .collect::<Vec<u32>>()
+        })
+    };
+    callers_registered(&cache, "User.name", 3).await;
+    // A follower of u1, which must get the batch's answer while the batch still waits
+    // on u2.
+    let follower = {
+        let (cache, ns) = (cache.clone(), ns.clone());
+        tokio::spawn(async move {
+            cache
+                .get_or_fetch(key("u1"), &ns, || async { Ok::<_, Boom>(99u32) })
+                .await
+        })
+    };
+    callers_registered(&cache, "User.name", 4).await;
+    batch_go.open();
+    let u1 = within(
+        "u1's follower, while its leader's batch waits on u2",
+        follower,
+    )
+    .await
+    .expect("the follower's task");
+    assert_eq!(u1.unwrap(), 10);
+    u1_answered.open();
+    let values = within("the batch", batch).await.expect("the batch's task");
+    assert_eq!(values, [10, 20]);
+    assert_eq!(
+        within("u2's leader", u2_leader)
+            .await
+            .expect("task")
+            .unwrap(),
+        20
+    );
+}
