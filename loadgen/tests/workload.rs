@@ -464,9 +464,12 @@ gateway = ["--ttl", "60"]
         assert!(w.writes_acked > 0 && w.operations.len() == 2, "{w:?}");
         if perf {
             // perf sees the whole process: kernel and libc frames, ≥ 90% of its CPU.
+            // (Above 1 is the CPU time's granularity: /proc counts 10 ms ticks, and a
+            // quick run's gateway gets a fraction of a second of CPU on a busy machine;
+            // a clean CI clone once measured 1.17.)
             let coverage = m.profile_coverage.unwrap();
             assert!(
-                (0.9..=1.1).contains(&coverage),
+                (0.9..=1.5).contains(&coverage),
                 "{}: coverage {coverage}",
                 c.name
             );
