@@ -269,13 +269,13 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         // flight this one leads while this one follows a flight that call leads (two
         // batches that claimed the same keys in an interleaved order, on two threads).
         // Settling only once our own waits were done would make each wait on the other.
+        let fetching = (!asked.is_empty()).then(|| fetch(asked));
         let settling = async {
-            let (answers, fetched_in) = if asked.is_empty() {
-                (Vec::new(), started.elapsed())
-            } else {
-                let answers = fetch(asked.clone()).await;
-                (answers, started.elapsed())
+            let answers = match fetching {
+                Some(fetching) => fetching.await,
+                None => Vec::new(),
             };
+            let fetched_in = started.elapsed();
             let mut settled: Vec<(usize, Result<V, CacheError>)> =
                 Vec::with_capacity(direct.len() + leads.len());
             let mut answers = answers.into_iter();
