@@ -129,6 +129,27 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         T: Into<Fetched<V>> + Send + 'static,
         E: Into<Box<dyn StdError + Send + Sync>> + Send + 'static,
     {
+        self.hit_at(key, namespace, Instant::now(), refresher)
+    }
+
+    /// [`Cache::hit_now`] with freshness judged at `now`: a caller that looks up
+    /// many keys at one moment (every entity of a fetch step, every fetch of a
+    /// wave) reads the clock once for all of them. `now` must be a recent reading;
+    /// an entry is served when `now` is before its freshness ends.
+    pub fn hit_at<R, F, Fut, T, E>(
+        &self,
+        key: CacheKey,
+        namespace: &Namespace<V>,
+        now: Instant,
+        refresher: R,
+    ) -> Option<V>
+    where
+        R: FnOnce() -> F,
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Into<Fetched<V>> + Send + 'static,
+        E: Into<Box<dyn StdError + Send + Sync>> + Send + 'static,
+    {
         let inner = &*self.inner;
         let strategies = !namespace.policy().strategies.is_empty();
         if !namespace.policy().may_store() || (strategies && inner.bypassed(namespace, key, false))
@@ -139,7 +160,6 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
             return None;
         };
         let stored = ready.into_inner().ok().flatten()?;
-        let now = Instant::now();
         if now >= stored.fresh_until {
             return None;
         }

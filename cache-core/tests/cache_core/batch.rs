@@ -395,6 +395,37 @@ async fn hit_now_answers_fresh_stored_values_without_a_future_and_counts_only_hi
     assert_eq!(cache.hit_now(key("u1"), &dedupe_only, refresher), None);
 }
 
+#[tokio::test]
+async fn hit_at_judges_freshness_at_the_moment_it_is_given() {
+    let cache: Cache<u32> = Cache::builder().ttl(Duration::from_secs(60)).build();
+    let ns = cache.namespace("User.name");
+    let refresher = || -> fn() -> std::future::Ready<Result<u32, Boom>> {
+        unreachable!("no strategy asks for a refresh")
+    };
+    let before = std::time::Instant::now();
+    cache
+        .get_or_fetch(key("u1"), &ns, || async { Ok::<_, Boom>(4u32) })
+        .await
+        .unwrap();
+    // One reading serves many look-ups: fresh as of a moment inside the TTL...
+    assert_eq!(cache.hit_at(key("u1"), &ns, before, refresher), Some(4));
+    assert_eq!(
+        cache.hit_at(key("u1"), &ns, before + Duration::from_secs(59), refresher),
+        Some(4)
+    );
+    // ...and not as of a moment past it, however recently the entry was stored.
+    assert_eq!(
+        cache.hit_at(key("u1"), &ns, before + Duration::from_secs(120), refresher),
+        None
+    );
+    let stats = stats_of(&cache, "User.name");
+    assert_eq!(
+        (stats.hits, stats.misses),
+        (2, 1),
+        "a look-up past freshness counts nothing"
+    );
+}
+
 /// Found by loading the gateway's deep query at TTL 0 on two worker threads: two
 /// batches that claimed the same keys in an interleaved order each led a key the other
 /// followed. A batch handed its leaders' answers to their followers only once its own

@@ -53,7 +53,7 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cache_core::{BatchCall, CacheError, CacheKey, Fetched, KeyParts, Namespace, Policy};
 
@@ -76,8 +76,8 @@ use crate::server::request::RequestInput;
 use crate::upstream::FetchError;
 use tiers::Tier;
 
-/// One namespace's cache handle and rule.
-#[derive(Clone)]
+/// One namespace's cache handle and rule, made once per namespace and shared (a
+/// call holds it by one reference count).
 struct Slot {
     /// Which of the [`Tier`]s holds this namespace's entries.
     tier: usize,
@@ -87,7 +87,7 @@ struct Slot {
     /// are cached per caller instead of skipped).
     keyed_by_caller: bool,
     /// Calls of this namespace answered with a piece another operation fetched.
-    crossed: Arc<Crossed>,
+    crossed: Crossed,
 }
 
 /// One namespace's calls answered with another operation's piece.
@@ -102,7 +102,7 @@ struct Crossed {
 /// One fetch as the cache sees it: where it is counted and stored, its key
 /// (`None`: it bypasses the cache), and whether that key names the caller.
 pub struct Call {
-    slot: Slot,
+    slot: Arc<Slot>,
     key: Option<CacheKey>,
     per_caller: bool,
 }
@@ -129,7 +129,7 @@ pub struct ResolverCache {
     /// `tiers[0]` is `--storage`'s.
     tiers: Vec<Tier>,
     settings: CacheSettings,
-    slots: RwLock<FastMap<Arc<str>, Slot>>,
+    slots: RwLock<FastMap<Arc<str>, Arc<Slot>>>,
 }
 
 impl ResolverCache {
@@ -199,7 +199,7 @@ impl ResolverCache {
         self.tiers[0].kind
     }
 
-    fn slot(&self, name: &str) -> Slot {
+    fn slot(&self, name: &str) -> Arc<Slot> {
         if let Some(slot) = self
             .slots
             .read()
@@ -243,13 +243,13 @@ impl ResolverCache {
             .headers
             .iter()
             .any(|h| h.eq_ignore_ascii_case("authorization"));
-        let slot = Slot {
+        let slot = Arc::new(Slot {
             tier,
             namespace: self.tiers[tier].cache.namespace_with(name, policy),
             rule,
             keyed_by_caller,
-            crossed: Arc::default(),
-        };
+            crossed: Crossed::default(),
+        });
         let mut slots = self.slots.write().unwrap_or_else(|p| p.into_inner());
         slots.entry(Arc::from(name)).or_insert(slot).clone()
     }
@@ -261,7 +261,7 @@ impl ResolverCache {
     }
 
     /// A call of `slot` by this request under `key`.
-    fn call(slot: Slot, key: Option<CacheKey>, input: &RequestInput) -> Call {
+    fn call(slot: Arc<Slot>, key: Option<CacheKey>, input: &RequestInput) -> Call {
         let per_caller = key.is_some() && slot.keyed_by_caller && input.authorization.is_some();
         Call {
             slot,
@@ -378,8 +378,15 @@ impl ResolverCache {
     /// [`ResolverCache::fetch`].
     /// `refresher` is asked for the call's fetch (as [`ResolverCache::fetch`] takes
     /// it) only when a strategy wants the hit refreshed early; it then runs in the
-    /// background.
-    pub fn hit_now<R, F, Fut>(&self, call: &Call, origin: u64, refresher: R) -> Option<Piece>
+    /// background. Freshness is judged at `now`, one clock reading the caller takes
+    /// for all the calls it looks up at once.
+    pub fn hit_at<R, F, Fut>(
+        &self,
+        call: &Call,
+        origin: u64,
+        now: Instant,
+        refresher: R,
+    ) -> Option<Piece>
     where
         R: FnOnce() -> F,
         F: Fn(Vec<usize>) -> Fut + Send + Sync + 'static,
@@ -390,7 +397,7 @@ impl ResolverCache {
         let piece =
             self.tiers[call.slot.tier]
                 .cache
-                .hit_now(key, &call.slot.namespace, move || {
+                .hit_at(key, &call.slot.namespace, now, move || {
                     single(refresher(), keeping)
                 })?;
         if piece.origin != origin && piece.origin != 0 {

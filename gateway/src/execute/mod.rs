@@ -16,7 +16,8 @@
 //! under its own key first: an entity's key holds its representation, so the
 //! inputs of `@requires` are part of it. Only the misses go into the request, and a
 //! miss that another request is already fetching is joined instead. Lookups the
-//! store answers at once (memory) are made before any future is built, so a request
+//! store answers at once (memory) are made before any future is built, judged
+//! against one clock reading per wave (not one per look-up), so a request
 //! that is all hits completes in its first poll (a hit a strategy wants refreshed
 //! early starts a one-item fetch in the background, run by the cache). A mutation's
 //! root field is never cached; its answer's entities are invalidated before the
@@ -38,7 +39,7 @@ mod subgraph_request;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -154,7 +155,10 @@ impl Executor {
         };
         // Everything the cache answers at once runs here, before any future exists;
         // only what must wait becomes one.
-        let pending = plan.steps.as_ref().and_then(|step| run.step(step));
+        let pending = plan
+            .steps
+            .as_ref()
+            .and_then(|step| run.step(step, Instant::now()));
         let fetches = async {
             if let Some(pending) = pending {
                 pending.await;
@@ -183,17 +187,19 @@ impl Executor {
 
 impl<'a> Run<'a> {
     /// Run `step` as far as it goes without waiting; what is left to wait for, as a
-    /// future (`None` when it completed: every fetch in it was a cache hit).
-    fn step<'s>(&'s self, step: &'a Step) -> Option<Boxed<'s>> {
+    /// future (`None` when it completed: every fetch in it was a cache hit). `now` is
+    /// the clock reading the cache judges freshness by: one per wave of steps that
+    /// run without waiting (read again after each wait), not one per look-up.
+    fn step<'s>(&'s self, step: &'a Step, now: Instant) -> Option<Boxed<'s>> {
         match step {
             Step::Sequence(steps) => {
                 for (i, s) in steps.iter().enumerate() {
-                    if let Some(waiting) = self.step(s) {
+                    if let Some(waiting) = self.step(s, now) {
                         let rest = &steps[i + 1..];
                         return Some(Box::pin(async move {
                             waiting.await;
                             for s in rest {
-                                if let Some(waiting) = self.step(s) {
+                                if let Some(waiting) = self.step(s, Instant::now()) {
                                     waiting.await;
                                 }
                             }
@@ -204,7 +210,7 @@ impl<'a> Run<'a> {
             }
             Step::Parallel(steps) => {
                 let mut waiting: Vec<Boxed<'s>> =
-                    steps.iter().filter_map(|s| self.step(s)).collect();
+                    steps.iter().filter_map(|s| self.step(s, now)).collect();
                 match waiting.len() {
                     0 => None,
                     1 => waiting.pop(),
@@ -223,14 +229,14 @@ impl<'a> Run<'a> {
                 } else {
                     otherwise
                 };
-                branch.as_deref().and_then(|s| self.step(s))
+                branch.as_deref().and_then(|s| self.step(s, now))
             }
             Step::Fetch(id) => {
                 let plan: &'a Plan = self.plan;
                 let fetch = &plan.fetches[*id as usize];
                 match &fetch.kind {
-                    FetchKind::Root(root) => self.root(*id, fetch, root),
-                    FetchKind::Entities(groups) => self.entities(*id, fetch, groups),
+                    FetchKind::Root(root) => self.root(*id, fetch, root, now),
+                    FetchKind::Entities(groups) => self.entities(*id, fetch, groups, now),
                 }
             }
         }
@@ -261,7 +267,13 @@ impl<'a> Run<'a> {
 
     /// A root fetch: through the cache when it is a query. A hit is recorded at
     /// once; a miss is the future returned.
-    fn root<'s>(&'s self, id: FetchId, fetch: &'a Fetch, root: &'a RootFetch) -> Option<Boxed<'s>> {
+    fn root<'s>(
+        &'s self,
+        id: FetchId,
+        fetch: &'a Fetch,
+        root: &'a RootFetch,
+        now: Instant,
+    ) -> Option<Boxed<'s>> {
         let cache = self.executor.cache.as_deref();
         let call = match cache {
             Some(cache) if !fetch.mutation => {
@@ -271,7 +283,7 @@ impl<'a> Run<'a> {
         };
         if let (Some(cache), Some(call)) = (cache, &call) {
             if let Some(piece) =
-                cache.hit_now(call, self.plan.origin, || self.refetch(id, Vec::new()))
+                cache.hit_at(call, self.plan.origin, now, || self.refetch(id, Vec::new()))
             {
                 self.record_root(fetch, root, Ok(piece));
                 return None;
@@ -369,6 +381,7 @@ impl<'a> Run<'a> {
         id: FetchId,
         fetch: &'a Fetch,
         groups: &'a [EntityGroup],
+        now: Instant,
     ) -> Option<Boxed<'s>> {
         let supergraph = &*self.executor.supergraph;
         let mut entities: Vec<Entity<'a>> = Vec::new();
@@ -470,7 +483,7 @@ impl<'a> Run<'a> {
             let call =
                 cache.entity_call(fetch, group, entity.namespace, representation, self.input);
             let refresher = || self.refetch(id, vec![entity.item.clone()]);
-            match cache.hit_now(&call, self.plan.origin, refresher) {
+            match cache.hit_at(&call, self.plan.origin, now, refresher) {
                 Some(piece) => self.record_entity(entity, Ok(piece)),
                 None => misses.push((i, call)),
             }
