@@ -6,6 +6,7 @@ use std::time::Duration;
 use cache_core::storage::Eviction;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use gateway::caching::requests::RequestStrategy;
 use gateway::caching::{build_strategies, RedisSettings, RedisTarget, StorageKind};
 use gateway::documents::validation::DocumentLimits;
 use gateway::server::connections::ServeOptions;
@@ -166,6 +167,12 @@ struct Cli {
     /// default: LRU behind a frequency filter). A setting of the store, not a strategy.
     #[arg(long, value_name = "lru|tinylfu", value_parser = Eviction::parse)]
     cache_eviction: Option<Eviction>,
+    /// A request-level strategy in front of execution, with or without --ttl:
+    /// coalesce (identical in-flight requests share one execution and its bytes) or
+    /// response[:ttl=SECS,max_mb=MB] (the final bytes, stored and dropped by their
+    /// entities' references). `gateway strategies` describes them.
+    #[arg(long, value_name = "coalesce|response[:ttl=SECS,max_mb=MB]", value_parser = RequestStrategy::parse)]
+    request_strategy: Option<RequestStrategy>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -397,9 +404,23 @@ impl Cli {
                         .into(),
                 );
             }
+            // --invalidation also governs a response strategy's stored answers.
+            let stores = matches!(
+                self.request_strategy,
+                Some(RequestStrategy::Response { .. })
+            );
+            let tuning: Vec<&str> = tuning
+                .into_iter()
+                .filter(|f| !(stores && *f == "--invalidation"))
+                .collect();
             gateway::caching::check_flags(&tuning, None)?;
             None
         };
+        if let Some(RequestStrategy::Response { ttl: None, .. }) = &self.request_strategy {
+            if self.ttl.is_none_or(|t| t <= 0.0) {
+                return Err("--request-strategy response: give its ttl (response:ttl=SECS) or a positive --ttl".into());
+            }
+        }
         if let Some(bare) = self
             .upstream
             .subgraph_timeout
@@ -451,6 +472,8 @@ impl Cli {
             },
             profiling: self.profiling,
             cache,
+            request_strategy: self.request_strategy.clone(),
+            invalidation: self.invalidation,
             doc_cache_bytes: self.doc_cache_bytes,
         })
     }
@@ -499,6 +522,7 @@ async fn main_in_runtime(cli: Cli, matches: &ArgMatches) -> i32 {
         Some(Command::RedisGc(args)) => return redis_gc(args).await,
         Some(Command::Strategies) => {
             print!("{}", cache_core::strategies::catalogue());
+            print!("\n{}", RequestStrategy::catalogue());
             return 0;
         }
         Some(Command::Compose(args)) => return compose(args).await,

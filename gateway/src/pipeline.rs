@@ -12,6 +12,10 @@
 //! 5. **Response**: written from the subgraphs' raw JSON in query order
 //!    ([`crate::response`]).
 //!
+//! A request-level strategy (`--request-strategy`, [`crate::caching::requests`])
+//! wraps steps 4 and 5 of a query: identical requests in flight share one execution,
+//! and the response strategy answers from the stored bytes without running the plan.
+//!
 //! A request that fails before execution gets GraphQL-over-HTTP's answer: a GraphQL
 //! error without `data`, with 200 under `application/json` and 400 under
 //! `application/graphql-response+json`.
@@ -29,13 +33,15 @@ use async_graphql::{ServerError, Variables};
 use async_graphql_parser::types::{OperationDefinition, OperationType};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 
+use crate::caching::requests::{Answer, Produced, RequestCache};
 use crate::documents::validation::{DocumentLimits, Validator};
 use crate::documents::{
     admit, check_variables, operation, CachedDocument, DocumentCache, DocumentKey, KeptPlan,
     Refusal,
 };
-use crate::execute::Executor;
+use crate::execute::{Executor, Outcome};
 use crate::plan::{Conditions, DocumentView, Plan, Planner};
 use crate::server::metrics::Metrics;
 use crate::server::request::{
@@ -49,6 +55,8 @@ pub struct App {
     pub planner: Arc<Planner>,
     pub validator: Arc<Validator>,
     pub executor: Executor,
+    /// The request-level strategy (`--request-strategy`), in front of execution.
+    pub requests: Option<Arc<RequestCache>>,
     pub metrics: Arc<Metrics>,
     pub limits: RequestLimits,
     /// Serve `GET /debug/profile` (CPU sampling for flamegraphs).
@@ -89,7 +97,7 @@ fn not_executed(
         MediaType::GraphqlResponseJson => StatusCode::BAD_REQUEST,
         MediaType::Json => StatusCode::OK,
     };
-    respond(status, body, media)
+    respond(status, Bytes::from(body), media)
 }
 
 fn refused(
@@ -106,7 +114,7 @@ fn refused(
     )
 }
 
-fn respond(status: StatusCode, body: Vec<u8>, media: MediaType) -> Response {
+fn respond(status: StatusCode, body: Bytes, media: MediaType) -> Response {
     let mut out = (status, body).into_response();
     out.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -239,43 +247,104 @@ pub async fn handle(
     if run == Run::Validate {
         app.metrics.request(started.elapsed(), false);
         let kind = if plan.mutation { "mutation" } else { "query" };
-        let body = format!(r#"{{"valid":true,"operation":"{kind}"}}"#).into_bytes();
-        return respond(StatusCode::OK, body, MediaType::Json);
+        let body = format!(r#"{{"valid":true,"operation":"{kind}"}}"#);
+        return respond(StatusCode::OK, Bytes::from(body), MediaType::Json);
     }
-    // 4. Execution.
+    // 4. Execution, and 5. the response: through the request-level strategy when one
+    //    runs and this is a query.
     let input = Arc::new(RequestInput {
         authorization: headers.get(header::AUTHORIZATION).cloned(),
         headers,
         variables: request.variables.unwrap_or_default(),
         graphql_variables: variables,
     });
-    // A request answered wholly from the cache completes on its first poll: only one
-    // that has to wait is put under the request timeout, so the answers that cost least
-    // do not pay for arming and clearing a timer.
-    let mut run = std::pin::pin!(app.executor.run(&plan, &input));
-    let first = futures::poll!(run.as_mut());
-    let waited = match first {
-        Poll::Ready(outcome) => Ok(outcome),
-        Poll::Pending => tokio::time::timeout(app.limits.request_timeout, run).await,
-    };
-    let outcome = match waited {
-        Ok(outcome) => outcome,
-        Err(_) => {
-            let r = Rejection::new(
-                StatusCode::GATEWAY_TIMEOUT,
-                format!(
-                    "the request did not complete within {:?}",
-                    app.limits.request_timeout
-                ),
-            );
-            return reject(r, media, &app.metrics, started);
+    let answer = match app.requests.as_deref() {
+        Some(requests) if !plan.mutation => {
+            let key = requests.key(text, operation_name, &input);
+            match requests.hit_now(key, &input) {
+                Some(answer) => answer,
+                None => {
+                    let executor = app.executor.clone();
+                    let (plan, shared) = (plan.clone(), input.clone());
+                    let references = requests.stores_references();
+                    let work = requests.answer(key, &input, move || async move {
+                        let outcome = executor.run(&plan, &shared).await;
+                        produce(&executor, &plan, &outcome, &shared, references)
+                    });
+                    match tokio::time::timeout(app.limits.request_timeout, work).await {
+                        Ok(Ok(answer)) => answer,
+                        Ok(Err(message)) => {
+                            let r = Rejection::new(StatusCode::BAD_GATEWAY, message);
+                            return reject(r, media, &app.metrics, started);
+                        }
+                        Err(_) => return timed_out(app, media, started),
+                    }
+                }
+            }
+        }
+        requests => {
+            // A request answered wholly from the cache completes on its first poll:
+            // only one that has to wait is put under the request timeout, so the
+            // answers that cost least do not pay for arming and clearing a timer.
+            let mut run = std::pin::pin!(app.executor.run(&plan, &input));
+            let first = futures::poll!(run.as_mut());
+            let waited = match first {
+                Poll::Ready(outcome) => Ok(outcome),
+                Poll::Pending => tokio::time::timeout(app.limits.request_timeout, run).await,
+            };
+            let Ok(outcome) = waited else {
+                return timed_out(app, media, started);
+            };
+            let mutated = requests.filter(|r| plan.mutation && r.stores_references());
+            let produced = produce(&app.executor, &plan, &outcome, &input, mutated.is_some());
+            if let Some(requests) = mutated {
+                // The stored answers written from an entity the mutation returned go
+                // before its response does.
+                requests.after_mutation(produced.references).await;
+            }
+            produced.answer
         }
     };
-    // 5. The response.
+    app.metrics.request(started.elapsed(), answer.failed);
+    respond(StatusCode::OK, answer.body, media)
+}
+
+/// The response to an executed request, and (when `references`) the references of
+/// every entity in the subgraph answers it was written from.
+fn produce(
+    executor: &Executor,
+    plan: &Plan,
+    outcome: &Outcome,
+    input: &RequestInput,
+    references: bool,
+) -> Produced {
     let mut body = Vec::with_capacity(512);
-    let failed = crate::response::write(&mut body, &plan, &outcome, &input, &app.supergraph);
-    app.metrics.request(started.elapsed(), failed);
-    respond(StatusCode::OK, body, media)
+    let failed = crate::response::write(&mut body, plan, outcome, input, &executor.supergraph);
+    let mut refs = Vec::new();
+    if references {
+        for tape in outcome.data.tapes() {
+            crate::caching::collect_references(tape.root(), &mut refs);
+        }
+    }
+    Produced {
+        answer: Answer {
+            body: Bytes::from(body),
+            failed,
+        },
+        references: refs,
+    }
+}
+
+/// The answer to a request that ran past `--request-timeout-ms`.
+fn timed_out(app: &App, media: MediaType, started: Instant) -> Response {
+    let r = Rejection::new(
+        StatusCode::GATEWAY_TIMEOUT,
+        format!(
+            "the request did not complete within {:?}",
+            app.limits.request_timeout
+        ),
+    );
+    reject(r, media, &app.metrics, started)
 }
 
 /// The plan for `op` under this request's `@skip`/`@include` values: kept with the

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context as _};
 
+use crate::caching::requests::{RequestCache, RequestStrategy};
 use crate::caching::{CacheSettings, ResolverCache};
 use crate::documents::validation::{DocumentLimits, Validator};
 use crate::documents::DocumentCache;
@@ -70,6 +71,11 @@ pub struct GatewayConfig {
     pub profiling: bool,
     /// Resolver caching; `None` is the baseline with no cache layer at all.
     pub cache: Option<CacheSettings>,
+    /// The request-level strategy in front of execution (`--request-strategy`).
+    pub request_strategy: Option<RequestStrategy>,
+    /// `--invalidation`: whether a mutation drops the stored answers that refer to
+    /// the entities it returned (the resolver cache's own copy is in `cache`).
+    pub invalidation: bool,
     /// Bound of the parsed-document cache in bytes; 0 disables it.
     pub doc_cache_bytes: u64,
 }
@@ -150,7 +156,13 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
     let planner = Arc::new(Planner::new(
         hive,
         supergraph.clone(),
-        config.cache.is_some(),
+        // Answers carry their entities' references for the resolver cache, and for a
+        // response strategy's stored answers.
+        config.cache.is_some()
+            || matches!(
+                config.request_strategy,
+                Some(RequestStrategy::Response { .. })
+            ),
     ));
     let metrics = Arc::new(Metrics::new(subgraphs.iter().map(|s| s.name.clone())));
     let upstream = Arc::new(Upstream::new(
@@ -179,6 +191,34 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
             }
         });
     }
+    let requests = match &config.request_strategy {
+        Some(strategy) => {
+            let policies = config.cache.as_ref().map(|c| &c.policies.policy);
+            let mut keyed_headers: Vec<String> = policies
+                .into_iter()
+                .flat_map(|p| p.values())
+                .flat_map(|rule| rule.key.headers.iter().map(|h| h.to_ascii_lowercase()))
+                .collect();
+            keyed_headers.sort();
+            keyed_headers.dedup();
+            let requests = RequestCache::new(
+                strategy.clone(),
+                config.cache.as_ref().map(|c| c.ttl),
+                keyed_headers,
+                config.invalidation,
+            )
+            .map_err(|e| anyhow!(e))?;
+            let requests = Arc::new(requests);
+            let weak = Arc::downgrade(&requests);
+            metrics.add_section(move |out| {
+                if let Some(requests) = weak.upgrade() {
+                    out.push_str(&requests.prometheus());
+                }
+            });
+            Some(requests)
+        }
+        None => None,
+    };
     let documents = Arc::new(DocumentCache::new(config.doc_cache_bytes));
     let weak = Arc::downgrade(&documents);
     metrics.add_section(move |out| {
@@ -200,6 +240,7 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
         planner,
         validator,
         executor,
+        requests,
         metrics,
         limits: config.requests.clone(),
         profiling: config.profiling,

@@ -43,6 +43,7 @@
 //!
 //! **Where entries live**: `tiers`. **What is configured**: `settings`, and what
 //! is refused because one setting would silently cancel another: `conflicts`.
+//! **Whole requests** (coalescing, the response strategy): [`requests`].
 //!
 //! The executor ([`crate::execute`]) asks this layer for a [`Call`] per fetch (the
 //! key, or a bypass), then hands a batch of calls and one fetch closure to
@@ -59,10 +60,12 @@ use cache_core::{BatchCall, CacheError, CacheKey, Fetched, KeyParts, Namespace, 
 
 mod conflicts;
 mod references;
+pub mod requests;
 mod settings;
 mod tiers;
 
 pub use conflicts::{check_flags, check_policy_against, TUNING_FLAGS};
+pub use references::collect as collect_references;
 
 pub use settings::{
     build_strategies, CacheSettings, FieldPolicy, KeyPolicy, PolicyFile, RedisSettings,

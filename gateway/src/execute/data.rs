@@ -110,6 +110,11 @@ pub struct Data {
 }
 
 impl Data {
+    /// Every answer gathered, in the order it came.
+    pub fn tapes(&self) -> impl Iterator<Item = &Arc<Tape>> {
+        self.tapes.iter()
+    }
+
     pub fn add_tape(&mut self, tape: Arc<Tape>) -> TapeId {
         self.tapes.push(tape);
         self.merged_into.push(false);

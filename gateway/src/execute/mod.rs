@@ -80,6 +80,7 @@ pub struct Outcome {
 
 /// Runs plans: the subgraph clients, the optional cache, and async-graphql for
 /// introspection.
+#[derive(Clone)]
 pub struct Executor {
     pub upstream: Arc<Upstream>,
     pub cache: Option<Arc<ResolverCache>>,

@@ -139,6 +139,8 @@ pub fn config(subgraphs: Vec<Subgraph>) -> GatewayConfig {
         },
         profiling: true,
         cache: None,
+        request_strategy: None,
+        invalidation: true,
         doc_cache_bytes: 32 << 20,
     }
 }
