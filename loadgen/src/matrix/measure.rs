@@ -490,11 +490,18 @@ fn round_output(
         window_wall,
     ));
     let gateway_cpu_cores = cpu_figures.first().and_then(|g| g.cores);
+    // The resolver cache's counters; a gateway with only a request-level strategy
+    // (`--request-strategy coalesce | response`) reports that strategy's instead.
+    let counter = |what: &str| {
+        metrics
+            .gateway_sum(&format!("gateway_cache_{what}_total"))
+            .or_else(|| metrics.gateway_sum(&format!("gateway_request_cache_{what}_total")))
+    };
     let (cache_hits, cache_misses, cache_dedupes, cache_skips) = (
-        metrics.gateway_sum("gateway_cache_hits_total"),
-        metrics.gateway_sum("gateway_cache_misses_total"),
-        metrics.gateway_sum("gateway_cache_dedupes_total"),
-        metrics.gateway_sum("gateway_cache_skips_total"),
+        counter("hits"),
+        counter("misses"),
+        counter("dedupes"),
+        counter("skips"),
     );
     let storage_errors = match (
         metrics.gateway_sum("gateway_storage_errors_total"),
@@ -518,11 +525,15 @@ fn round_output(
         .enumerate()
         .map(|(i, name)| {
             let sum = |metric: &str| metrics.of(name, metric);
+            let counter = |what: &str| {
+                sum(&format!("gateway_cache_{what}_total"))
+                    .or_else(|| sum(&format!("gateway_request_cache_{what}_total")))
+            };
             let (hits, misses, dedupes, skips) = (
-                sum("gateway_cache_hits_total"),
-                sum("gateway_cache_misses_total"),
-                sum("gateway_cache_dedupes_total"),
-                sum("gateway_cache_skips_total"),
+                counter("hits"),
+                counter("misses"),
+                counter("dedupes"),
+                counter("skips"),
             );
             let requests = sum("gateway_requests_total");
             // Layered storage: the hits its in-process L1 gave, over all cached calls.
