@@ -2,7 +2,8 @@
 # Side by side, in one run: this lab's gateway and the original Node.js stack
 # (../shared/peers/mercurius: Mercurius gateway + mercurius-cache), the same seed query,
 # the same load tool and settings (loadgen bench: 100 connections, 1 thread, 2 s warm-up),
-# no cache and TTL 0, interleaved round by round so drift hits both alike. Besides
+# no cache and TTL 0, interleaved round by round so drift hits both alike (and the lab's
+# TTL 0 with --request-strategy coalesce, against the same round's Mercurius TTL 0). Besides
 # req/s and p99 it reports each gateway's CPU per request (utime + stime from
 # /proc/<pid>/stat over the measured window, after a separate 2 s warm-up run, divided
 # by the requests answered), which the shared cores disturb less than req/s.
@@ -74,6 +75,9 @@ echo "stack config req/s p99_ms errors gateway_cpu_us_per_request"
 for _ in $(seq "$rounds"); do
   ours no-cache; node_stack no-cache
   ours ttl-0 --ttl 0; node_stack ttl-0 0
+  # Issue 23: TTL 0 with identical in-flight client requests coalesced too, against
+  # the same round's Mercurius at TTL 0.
+  ours ttl-0+coalesce --ttl 0 --request-strategy coalesce
 done
 python3 - "$work/rows" <<'PY'
 import sys, statistics as st
@@ -81,9 +85,9 @@ rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 print()
 print("| config | lab req/s | mercurius req/s | ratio lab/mercurius (median, min-max of rounds) | lab p99 ms | mercurius p99 ms | lab gateway CPU per request | mercurius gateway CPU per request | mercurius CPU / lab CPU (median, min-max) |")
 print("|---|---|---|---|---|---|---|---|---|")
-for cfg in ("no-cache", "ttl-0"):
+for cfg in ("no-cache", "ttl-0", "ttl-0+coalesce"):
     lab = [r for r in rows if r[0] == "lab" and r[1] == cfg]
-    mer = [r for r in rows if r[0] == "mercurius" and r[1] == cfg]
+    mer = [r for r in rows if r[0] == "mercurius" and r[1] == cfg.split("+")[0]]
     ratios = [float(a[2]) / float(b[2]) for a, b in zip(lab, mer)]
     cpu = [float(b[5]) / float(a[5]) for a, b in zip(lab, mer)]
     med = lambda rs, i: st.median(float(r[i]) for r in rs)

@@ -500,6 +500,11 @@ fn gateway_strategies_prints_the_catalogue() {
         }
     }
     assert!(text.contains("--cache-eviction lru|tinylfu"), "{text}");
+    // And the request-level strategies.
+    assert!(text.contains("--request-strategy"), "{text}");
+    for name in ["coalesce", "response"] {
+        assert!(text.contains(&format!("\n  {name} ")), "{text}");
+    }
 }
 
 #[test]

@@ -110,6 +110,16 @@ pub struct Data {
 }
 
 impl Data {
+    /// Room for `answers` answers (a plan's fetch count: one tape per root fetch or
+    /// entity answer, so most requests never grow it).
+    pub fn with_capacity(answers: usize) -> Data {
+        Data {
+            tapes: Vec::with_capacity(answers),
+            merged_into: Vec::with_capacity(answers),
+            ..Data::default()
+        }
+    }
+
     /// Every answer gathered, in the order it came.
     pub fn tapes(&self) -> impl Iterator<Item = &Arc<Tape>> {
         self.tapes.iter()

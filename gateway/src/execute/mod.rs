@@ -152,7 +152,10 @@ impl Executor {
             executor: self,
             plan,
             input,
-            found: Mutex::new(Found::default()),
+            found: Mutex::new(Found {
+                data: Data::with_capacity(plan.fetches.len()),
+                ..Found::default()
+            }),
         };
         // Everything the cache answers at once runs here, before any future exists;
         // only what must wait becomes one.
