@@ -255,6 +255,7 @@ impl<'a> Run<'a> {
             input: self.input.clone(),
             fetch,
             items,
+            kept: executor.cache.is_some(),
         })
     }
 

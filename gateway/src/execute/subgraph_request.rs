@@ -12,8 +12,8 @@
 //!   aliased `_entities` field); the request carries each group's asked
 //!   representations in the group's variable (an empty list for a group with none
 //!   asked). Entity `j` asked of a group is item `j` of `data.<alias>`, copied into
-//!   a tape of its own (so that a cached entity does not keep the whole answer
-//!   alive), with the errors whose path starts `<alias>, j` (made relative to it)
+//!   a tape of its own when a cache may keep it (so that a cached entity does not
+//!   keep the whole answer alive; without a cache it is read where it is), with the errors whose path starts `<alias>, j` (made relative to it)
 //!   and those that name no entity.
 //!
 //! The planner's output rewrites are applied to the answer before it is read.
@@ -50,6 +50,9 @@ pub struct SubgraphRequest {
     pub fetch: FetchId,
     /// An entity fetch's items (none for a root fetch).
     pub items: Vec<Item>,
+    /// Whether a cache may keep the pieces: then each entity is copied out of the
+    /// answer; otherwise it is read where it is.
+    pub kept: bool,
 }
 
 impl SubgraphRequest {
@@ -198,6 +201,13 @@ impl SubgraphRequest {
                     _ => Some(&[][..]),
                 });
                 let piece = match lists[g].get(j) {
+                    Some(value)
+                        if !value.is_null()
+                            && !self.kept
+                            && groups[g].output_rewrites.is_empty() =>
+                    {
+                        Piece::new(response.tape.clone(), Some(value.index()), errors)
+                    }
                     Some(value) if !value.is_null() => {
                         let rewrites = &groups[g].output_rewrites;
                         let tape = if rewrites.is_empty() {
