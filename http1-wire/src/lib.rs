@@ -28,6 +28,7 @@
 //! keeps one per benchmark connection.
 
 mod answer;
+mod head;
 
 use std::future::Future;
 use std::io::IoSlice;
@@ -35,8 +36,8 @@ use std::pin::Pin;
 use std::task::Poll;
 use std::time::Duration;
 
-use bytes::BytesMut;
-use tokio::io::AsyncWriteExt;
+use bytes::{BufMut, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::time::{Instant, Sleep};
 
@@ -151,6 +152,22 @@ impl Connection {
         })
         .await
     }
+}
+
+/// Read more of an answer that has begun; the end of the stream here is an error.
+async fn fill(stream: &mut TcpStream, buffer: &mut impl BufMut) -> Result<(), ExchangeError> {
+    if stream
+        .read_buf(buffer)
+        .await
+        .map_err(|e| io_error(e, true))?
+        == 0
+    {
+        return Err(ExchangeError::Io {
+            detail: "the peer closed the connection mid-answer".into(),
+            answered: true,
+        });
+    }
+    Ok(())
 }
 
 fn io_error(e: std::io::Error, answered: bool) -> ExchangeError {
