@@ -9,7 +9,7 @@
 # every round measures the target and the three configurations in turn, so drift hits
 # all alike. CPU comes from /proc/<pid>/stat (utime + stime) around the measured window
 # only (a separate warm-up run comes first), divided by the requests answered in it.
-#   scripts/cpu-per-request.sh [ROUNDS] [SECONDS]     (defaults 3 and 10)
+#   scripts/cpu-per-request.sh [--deep] [ROUNDS] [SECONDS]     (defaults 3 and 10)
 #   BIN=DIR scripts/cpu-per-request.sh                (measure binaries built elsewhere,
 #                                                      e.g. an older commit's; no build)
 #   GATEWAYS="a=PATH b=PATH,--flag,value" scripts/cpu-per-request.sh
@@ -19,14 +19,31 @@
 #                                                      separate a variant's extra arguments)
 # By default it measures the gateway twice: with one worker thread (`--worker-threads 1`,
 # the lab's setting on two cores) and with tokio's default of one per core.
+#
+# With --deep, the same on the deep query of experiments/deep.toml (DeepWishlistChain,
+# commerce-graph/queries/deep.graphql, ~98.5 KB answers) over the commerce graph's four
+# subgraphs (commerce-service), each gateway started from the committed supergraph, as
+# scripts/loadgen-vs-wrk.sh --deep does. S is then `loadgen target --body` serving one
+# real answer of the gateway to that query, captured first: a bare exchange of the same
+# size. The targets (<= 2, 2.5, 8 S) are issue 14's, set for the seed query; for the
+# deep one they are shown for reference. Output: results/<stamp>-cpu-per-request-deep.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+deep=false
+if [ "${1:-}" = --deep ]; then deep=true; shift; fi
 . scripts/lib/record.sh
-record_output "${RUN_NAME:-cpu-per-request}" # everything printed is also kept in results/<stamp>-<name>/summary.txt
+if $deep; then
+  record_output "${RUN_NAME:-cpu-per-request-deep}"
+else
+  record_output "${RUN_NAME:-cpu-per-request}" # everything printed is also kept in results/<stamp>-<name>/summary.txt
+fi
 rounds=${1:-3}; secs=${2:-10}
 if [ -n "${BIN:-}" ]; then
   bin=$BIN
   echo "binaries: $bin, not built from this tree${BIN_COMMIT:+ but from commit $BIN_COMMIT}"
+elif $deep; then
+  cargo build --release --locked -p gateway -p commerce-graph -p loadgen
+  bin=$PWD/target/release
 else
   cargo build --release --locked -p gateway -p user-service -p post-service -p loadgen
   bin=$PWD/target/release
@@ -39,27 +56,61 @@ stop_all() { for p in "${pids[@]}"; do stop_pid "$p"; done; pids=(); }
 trap 'stop_all; rm -rf "$work"' EXIT
 wait_up() { for _ in $(seq 300); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "no answer from $1" >&2; return 1; }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-echo '{"query":"query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }"}' > "$work/seed.json"
+# subgraph_ticks: the subgraphs' CPU ticks, summed.
+subgraph_ticks() { local p t=0; for p in "${subgraphs[@]}"; do t=$((t + $(ticks "$p"))); done; echo $t; }
 load() { # url duration [json-out]
-  "$bin/loadgen" bench --url "$1" --body-file "$work/seed.json" -H 'content-type: application/json' \
+  "$bin/loadgen" bench --url "$1" --body-file "$work/request.json" -H 'content-type: application/json' \
     --connections 100 --threads 1 --duration "$2" --json --no-progress > "${3:-/dev/null}"
 }
-up=$(port); pp=$(port); tp=$(port); tp1=$(port)
-"$bin/user-service" --listen 127.0.0.1:$up >/dev/null 2>&1 & user=$!; pids+=($user)
-"$bin/post-service" --listen 127.0.0.1:$pp >/dev/null 2>&1 & post=$!; pids+=($post)
-"$bin/loadgen" target --listen 127.0.0.1:$tp --threads 2 >/dev/null 2>&1 & target=$!; pids+=($target)
+# gateway_args: how a gateway reaches the subgraphs (without --listen and the variant's flags).
+subgraphs=()
+if $deep; then
+  python3 -c 'import json, sys; sys.stdout.write(json.dumps({"query": open(sys.argv[1]).read(), "operationName": "DeepWishlistChain"}))' \
+    commerce-graph/queries/deep.graphql > "$work/request.json"
+  gateway_args=(--supergraph commerce-graph/supergraph/supergraph.graphql)
+  for s in products inventory reviews accounts; do
+    sp=$(port)
+    "$bin/commerce-service" --subgraph "$s" --listen 127.0.0.1:$sp >/dev/null 2>&1 & subgraphs+=($!); pids+=($!)
+    gateway_args+=(--subgraph-url "$s=http://127.0.0.1:$sp/graphql")
+    wait_up "http://127.0.0.1:$sp/health"
+  done
+  # S's body: one real answer of a gateway to the deep query.
+  gp=$(port)
+  "$bin/gateway" --listen 127.0.0.1:$gp "${gateway_args[@]}" >/dev/null 2>&1 & g=$!
+  wait_up "http://127.0.0.1:$gp/health"
+  curl -fsS -H 'content-type: application/json' --data-binary @"$work/request.json" \
+    "http://127.0.0.1:$gp/graphql" -o "$work/answer.json"
+  stop_pid $g
+  python3 - "$work/answer.json" <<'PY'
+import json, os, sys
+a = json.load(open(sys.argv[1]))
+assert a.get("data") and not a.get("errors"), f"the captured deep answer is not a clean one: {str(a)[:300]}"
+print(f"S's answer: one gateway answer to DeepWishlistChain, captured first ({os.path.getsize(sys.argv[1])} bytes)")
+PY
+  target_body=(--body "$work/answer.json")
+else
+  echo '{"query":"query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }"}' > "$work/request.json"
+  up=$(port); pp=$(port)
+  "$bin/user-service" --listen 127.0.0.1:$up >/dev/null 2>&1 & subgraphs+=($!); pids+=($!)
+  "$bin/post-service" --listen 127.0.0.1:$pp >/dev/null 2>&1 & subgraphs+=($!); pids+=($!)
+  wait_up "http://127.0.0.1:$up/health"; wait_up "http://127.0.0.1:$pp/health"
+  gateway_args=(--subgraph user=http://127.0.0.1:$up/graphql --subgraph post=http://127.0.0.1:$pp/graphql)
+  target_body=()
+fi
+tp=$(port); tp1=$(port)
+"$bin/loadgen" target --listen 127.0.0.1:$tp --threads 2 "${target_body[@]}" >/dev/null 2>&1 & target=$!; pids+=($target)
 # The same server on one thread: S for a server set up as the one-thread gateway is.
-"$bin/loadgen" target --listen 127.0.0.1:$tp1 --threads 1 >/dev/null 2>&1 & target1=$!; pids+=($target1)
-wait_up "http://127.0.0.1:$up/health"; wait_up "http://127.0.0.1:$pp/health"; wait_up "http://127.0.0.1:$tp/"; wait_up "http://127.0.0.1:$tp1/"
+"$bin/loadgen" target --listen 127.0.0.1:$tp1 --threads 1 "${target_body[@]}" >/dev/null 2>&1 & target1=$!; pids+=($target1)
+wait_up "http://127.0.0.1:$tp/"; wait_up "http://127.0.0.1:$tp1/"
 # measure NAME PID URL: warm up, then load for the window; one row of figures.
 measure() {
   local name=$1 pid=$2 url=$3
   load "$url" 2s
-  local g0 u0 p0 g1 u1 p1
-  g0=$(ticks "$pid"); u0=$(ticks $user); p0=$(ticks $post)
+  local g0 s0 g1 s1
+  g0=$(ticks "$pid"); s0=$(subgraph_ticks)
   load "$url" "${secs}s" "$work/out.json"
-  g1=$(ticks "$pid"); u1=$(ticks $user); p1=$(ticks $post)
-  python3 - "$round" "$name" "$work/out.json" $((g1 - g0)) $((u1 - u0 + p1 - p0)) "$(getconf CLK_TCK)" <<'PY' | tee -a "$work/rows"
+  g1=$(ticks "$pid"); s1=$(subgraph_ticks)
+  python3 - "$round" "$name" "$work/out.json" $((g1 - g0)) $((s1 - s0)) "$(getconf CLK_TCK)" <<'PY' | tee -a "$work/rows"
 import json, sys
 r = json.load(open(sys.argv[3]))
 n = max(r["requests"], 1)
@@ -75,8 +126,7 @@ gateway() { # NAME BINARY[,ARG...] gateway-args...: a fresh gateway for one meas
   local name=$1 variant_args; shift
   IFS=, read -r -a variant_args <<< "$1"; shift
   local gp; gp=$(port)
-  "${variant_args[@]}" --listen 127.0.0.1:$gp --subgraph user=http://127.0.0.1:$up/graphql \
-    --subgraph post=http://127.0.0.1:$pp/graphql "$@" >/dev/null 2>&1 & local g=$!
+  "${variant_args[@]}" --listen 127.0.0.1:$gp "${gateway_args[@]}" "$@" >/dev/null 2>&1 & local g=$!
   wait_up "http://127.0.0.1:$gp/health"
   measure "$name" $g "http://127.0.0.1:$gp/graphql"
   stop_pid $g
@@ -94,7 +144,7 @@ for round in $(seq "$rounds"); do
     gateway "$name:ttl-10" "$command" --ttl 10
   done
 done
-python3 - "$work/rows" "$variants" <<'PY'
+python3 - "$work/rows" "$variants" "$deep" <<'PY'
 import sys, statistics as st
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 variants = [v.split("=", 1)[0] for v in sys.argv[2].split()]
@@ -103,7 +153,8 @@ by = {(r[0], r[1]): r for r in rows}
 s = {k: float(by[(k, "target")][4]) for k in rounds}
 targets = {"ttl-10": 2.0, "ttl-0": 2.5, "no-cache": 8.0}
 print()
-print(f"S, the server side of one bare exchange (loadgen target): {st.median(s.values()):.2f} us (median of {len(rounds)} rounds: "
+what = "loadgen target --body, the captured deep answer" if sys.argv[3] == "true" else "loadgen target"
+print(f"S, the server side of one bare exchange ({what}): {st.median(s.values()):.2f} us (median of {len(rounds)} rounds: "
       + ", ".join(f"{v:.2f}" for v in s.values()) + ")")
 s1 = [float(by[(k, "target-1-thread")][4]) for k in rounds]
 print(f"The same server on one thread: {st.median(s1):.2f} us (median; " + ", ".join(f"{v:.2f}" for v in s1)

@@ -12,6 +12,15 @@
 //! Callers that want a header (the gateway reads `cache-control`) see each one through
 //! a callback while the head is parsed.
 //!
+//! [`Connection::exchange`] hands the body out as [`bytes::Bytes`] that outlive the
+//! exchange (the gateway keeps them). [`Connection::exchange_in_place`] leaves it in a
+//! buffer lent by [`Buffers`] instead, read through [`Connection::body`] until the
+//! caller releases it: for loadgen, which only judges an answer and forgets it, that
+//! saves a copy and a growing buffer per answer, and keeps the kernel writing answers
+//! to memory still in cache (on the 98.5 KB deep answers, the copy and the growth were
+//! a fifth of loadgen's CPU, and the kernel's copy into buffers out of cache cost it
+//! twice what wrk's cost wrk).
+//!
 //! That is most of what a general client costs: hyper's client connection spent about
 //! twice wrk's CPU per exchange on the same target, mostly in its header map, its
 //! dispatch channel and the task hand-offs between them.
@@ -25,22 +34,28 @@
 //!
 //! A [`Connection`] is owned by one task at a time and runs its I/O in that task: the
 //! gateway keeps idle ones in a pool and moves one into the request's task; loadgen
-//! keeps one per benchmark connection.
+//! keeps one per benchmark connection. [`Buffers`] are shared by the connections of one
+//! thread (they are not `Sync`): loadgen has one per worker thread, whose runtime runs
+//! all of that thread's connections.
 
 mod answer;
+mod head;
+mod in_place;
 
 use std::future::Future;
 use std::io::IoSlice;
+use std::ops::Range;
 use std::pin::Pin;
 use std::task::Poll;
 use std::time::Duration;
 
-use bytes::BytesMut;
-use tokio::io::AsyncWriteExt;
+use bytes::{BufMut, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::time::{Instant, Sleep};
 
 pub use answer::Answer;
+pub use in_place::{AnswerInPlace, Buffers};
 
 /// How an exchange went wrong.
 #[derive(Debug)]
@@ -69,6 +84,11 @@ pub struct AnswerRules {
 pub struct Connection {
     stream: TcpStream,
     buffer: BytesMut,
+    /// The buffer [`Connection::exchange_in_place`] read its answer into (one of
+    /// [`Buffers`], none before the answer arrives and after a release), and where the
+    /// answer's body is in it.
+    place: Vec<u8>,
+    body: Range<usize>,
     /// The exchanges' timer, re-armed lazily: it stays at an earlier exchange's
     /// deadline, which always comes first, and moves to the current one when it
     /// fires early. So the timer wheel is touched about once per timeout per
@@ -87,6 +107,8 @@ impl Connection {
         Ok(Connection {
             stream,
             buffer: BytesMut::with_capacity(8 * 1024),
+            place: Vec::new(),
+            body: 0..0,
             timer: Box::pin(tokio::time::sleep(Duration::ZERO)),
             idle_since: Instant::now(),
         })
@@ -123,9 +145,7 @@ impl Connection {
         rules: AnswerRules,
         on_header: impl FnMut(&str, &[u8]),
     ) -> Result<Answer, ExchangeError> {
-        if self.timer.is_elapsed() {
-            self.timer.as_mut().reset(deadline);
-        }
+        self.body = 0..0;
         let Connection {
             stream,
             buffer,
@@ -136,21 +156,93 @@ impl Connection {
             write_all(stream, request).await?;
             answer::read(stream, buffer, rules, on_header).await
         };
-        let mut work = std::pin::pin!(work);
-        std::future::poll_fn(|cx| {
-            if let Poll::Ready(out) = work.as_mut().poll(cx) {
-                return Poll::Ready(out);
-            }
-            while timer.as_mut().poll(cx).is_ready() {
-                if Instant::now() >= deadline {
-                    return Poll::Ready(Err(ExchangeError::Timeout));
-                }
-                timer.as_mut().reset(deadline);
-            }
-            Poll::Pending
-        })
-        .await
+        before(timer, deadline, work).await
     }
+
+    /// [`Connection::exchange`], but the body stays in a buffer taken from `buffers`
+    /// as the answer begins to arrive, where [`Connection::body`] shows it until
+    /// [`Connection::release`] or the next exchange: no allocation and no copy of it
+    /// once the buffers have grown to the largest answer.
+    pub async fn exchange_in_place(
+        &mut self,
+        request: &[&[u8]],
+        deadline: Instant,
+        rules: AnswerRules,
+        buffers: &Buffers,
+        on_header: impl FnMut(&str, &[u8]),
+    ) -> Result<AnswerInPlace, ExchangeError> {
+        let Connection {
+            stream,
+            place,
+            body,
+            timer,
+            ..
+        } = self;
+        let work = async {
+            write_all(stream, request).await?;
+            in_place::read(stream, buffers, place, body, rules, on_header).await
+        };
+        let answer = before(timer, deadline, work).await;
+        if answer.is_err() {
+            self.release(buffers);
+        }
+        answer
+    }
+
+    /// The body of the last answer read by [`Connection::exchange_in_place`]; empty
+    /// after a failed exchange, a release, and [`Connection::exchange`].
+    pub fn body(&self) -> &[u8] {
+        self.place.get(self.body.clone()).unwrap_or_default()
+    }
+
+    /// Give the buffer of the last answer read in place back to `buffers` (its body is
+    /// no longer needed), so that the connection holds none while it waits.
+    pub fn release(&mut self, buffers: &Buffers) {
+        self.body = 0..0;
+        buffers.give(std::mem::take(&mut self.place));
+    }
+}
+
+/// Run one exchange's `work` to its end or until `deadline`, on the connection's
+/// lazily re-armed `timer` (see the field's comment).
+async fn before<T>(
+    timer: &mut Pin<Box<Sleep>>,
+    deadline: Instant,
+    work: impl Future<Output = Result<T, ExchangeError>>,
+) -> Result<T, ExchangeError> {
+    if timer.is_elapsed() {
+        timer.as_mut().reset(deadline);
+    }
+    let mut work = std::pin::pin!(work);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = work.as_mut().poll(cx) {
+            return Poll::Ready(out);
+        }
+        while timer.as_mut().poll(cx).is_ready() {
+            if Instant::now() >= deadline {
+                return Poll::Ready(Err(ExchangeError::Timeout));
+            }
+            timer.as_mut().reset(deadline);
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// Read more of an answer that has begun; the end of the stream here is an error.
+async fn fill(stream: &mut TcpStream, buffer: &mut impl BufMut) -> Result<(), ExchangeError> {
+    if stream
+        .read_buf(buffer)
+        .await
+        .map_err(|e| io_error(e, true))?
+        == 0
+    {
+        return Err(ExchangeError::Io {
+            detail: "the peer closed the connection mid-answer".into(),
+            answered: true,
+        });
+    }
+    Ok(())
 }
 
 fn io_error(e: std::io::Error, answered: bool) -> ExchangeError {

@@ -311,6 +311,10 @@ pub struct TargetArgs {
     /// Runtime worker threads of the server.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub threads: u64,
+    /// Answer this file's bytes (as application/json) instead of `{"data":{"ok":true}}`,
+    /// on every path without a body of its own: a captured answer of any size.
+    #[arg(long, value_name = "FILE")]
+    pub body: Option<std::path::PathBuf>,
 }
 
 /// `loadgen netproxy`.

@@ -50,6 +50,12 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
 }
 
 fn target(args: &TargetArgs) -> anyhow::Result<()> {
+    let body = match &args.body {
+        Some(path) => bytes::Bytes::from(
+            std::fs::read(path).map_err(|e| anyhow::anyhow!("--body {}: {e}", path.display()))?,
+        ),
+        None => bytes::Bytes::from_static(loadgen::target_server::OK_BODY),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(usize::try_from(args.threads)?)
         .enable_all()
@@ -60,7 +66,7 @@ fn target(args: &TargetArgs) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("--listen {}: {e}", args.listen))?;
         println!("target listening on http://{}", listener.local_addr()?);
         tokio::select! {
-            _ = loadgen::target_server::serve(listener, Duration::from_millis(args.delay_ms)) => {}
+            _ = loadgen::target_server::serve(listener, Duration::from_millis(args.delay_ms), body) => {}
             _ = tokio::signal::ctrl_c() => {}
         }
         Ok(())

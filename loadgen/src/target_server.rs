@@ -6,13 +6,18 @@
 //!
 //! | path | answer |
 //! |---|---|
-//! | `/delay/<ms>` | 200 `{"data":{"ok":true}}` after `<ms>` milliseconds |
+//! | `/delay/<ms>` | 200 with the body after `<ms>` milliseconds |
 //! | `/status/<code>` | that status, with a JSON body |
 //! | `/graphql-errors` | 200 with a GraphQL `errors` list |
 //! | `/drop` | closes the connection without answering |
 //! | `/hang` | never answers (until the client gives up) |
-//! | `/mixed` | in turn: 200, 500, 200 with GraphQL errors, dropped connection |
-//! | anything else | 200 `{"data":{"ok":true}}` after the server's default delay |
+//! | `/mixed` | in turn: 200 with the body, 500, 200 with GraphQL errors, dropped connection |
+//! | anything else | 200 with the body after the server's default delay |
+//!
+//! The body is `{"data":{"ok":true}}`, or any bytes the caller gives (`loadgen target
+//! --body FILE`): a captured gateway answer served this way makes the target's cost
+//! per exchange that of a bare HTTP exchange of that answer's size. Every answer is
+//! `application/json`, framed by `content-length`.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,13 +34,16 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
-const OK_BODY: &[u8] = br#"{"data":{"ok":true}}"#;
+/// The body of the paths without their own, unless the caller gives another.
+pub const OK_BODY: &[u8] = br#"{"data":{"ok":true}}"#;
 const GRAPHQL_ERROR_BODY: &[u8] = br#"{"data":null,"errors":[{"message":"resolver failed"}]}"#;
 
 /// Shared state of one server.
 #[derive(Debug, Default)]
 struct TargetState {
     default_delay: Duration,
+    /// What the paths without a body of their own answer.
+    body: Bytes,
     mixed_turn: AtomicU64,
 }
 
@@ -51,8 +59,8 @@ impl std::fmt::Display for Dropped {
 
 impl std::error::Error for Dropped {}
 
-fn respond(status: StatusCode, body: &'static [u8]) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from_static(body)));
+fn respond(status: StatusCode, body: Bytes) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body));
     *response.status_mut() = status;
     response.headers_mut().insert(
         hyper::header::CONTENT_TYPE,
@@ -75,7 +83,7 @@ async fn answer(
             if ms > 0 {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
             }
-            Ok(respond(StatusCode::OK, OK_BODY))
+            Ok(respond(StatusCode::OK, state.body.clone()))
         }
         ("status", Some(code)) => {
             let status = code
@@ -83,36 +91,48 @@ async fn answer(
                 .ok()
                 .and_then(|c| StatusCode::from_u16(c).ok())
                 .unwrap_or(StatusCode::BAD_REQUEST);
-            Ok(respond(status, br#"{"error":"as requested"}"#))
+            Ok(respond(
+                status,
+                Bytes::from_static(br#"{"error":"as requested"}"#),
+            ))
         }
-        ("graphql-errors", None) => Ok(respond(StatusCode::OK, GRAPHQL_ERROR_BODY)),
+        ("graphql-errors", None) => Ok(respond(
+            StatusCode::OK,
+            Bytes::from_static(GRAPHQL_ERROR_BODY),
+        )),
         ("drop", None) => Err(Dropped),
         ("hang", None) => {
             std::future::pending::<()>().await;
             Err(Dropped)
         }
         ("mixed", None) => match state.mixed_turn.fetch_add(1, Ordering::Relaxed) % 4 {
-            0 => Ok(respond(StatusCode::OK, OK_BODY)),
+            0 => Ok(respond(StatusCode::OK, state.body.clone())),
             1 => Ok(respond(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                br#"{"error":"boom"}"#,
+                Bytes::from_static(br#"{"error":"boom"}"#),
             )),
-            2 => Ok(respond(StatusCode::OK, GRAPHQL_ERROR_BODY)),
+            2 => Ok(respond(
+                StatusCode::OK,
+                Bytes::from_static(GRAPHQL_ERROR_BODY),
+            )),
             _ => Err(Dropped),
         },
         _ => {
             if !state.default_delay.is_zero() {
                 tokio::time::sleep(state.default_delay).await;
             }
-            Ok(respond(StatusCode::OK, OK_BODY))
+            Ok(respond(StatusCode::OK, state.body.clone()))
         }
     }
 }
 
-/// Accept connections on `listener` and serve them until the future is dropped.
-pub async fn serve(listener: TcpListener, default_delay: Duration) {
+/// Accept connections on `listener` and serve them until the future is dropped; the
+/// paths without a body of their own answer `body` ([`OK_BODY`] unless the caller has
+/// another).
+pub async fn serve(listener: TcpListener, default_delay: Duration, body: Bytes) {
     let state = Arc::new(TargetState {
         default_delay,
+        body,
         mixed_turn: AtomicU64::new(0),
     });
     loop {
@@ -147,6 +167,20 @@ impl BackgroundTarget {
         default_delay: Duration,
         worker_threads: usize,
     ) -> std::io::Result<BackgroundTarget> {
+        BackgroundTarget::start_with_body(
+            default_delay,
+            worker_threads,
+            Bytes::from_static(OK_BODY),
+        )
+    }
+
+    /// [`BackgroundTarget::start`], the paths without a body of their own answering
+    /// `body`.
+    pub fn start_with_body(
+        default_delay: Duration,
+        worker_threads: usize,
+        body: Bytes,
+    ) -> std::io::Result<BackgroundTarget> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(worker_threads.max(1))
             .enable_all()
@@ -163,7 +197,7 @@ impl BackgroundTarget {
                         return;
                     };
                     tokio::select! {
-                        _ = serve(listener, default_delay) => {}
+                        _ = serve(listener, default_delay, body) => {}
                         _ = stopped => {}
                     }
                 });

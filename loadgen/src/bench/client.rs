@@ -8,7 +8,9 @@
 //!
 //! A connection that fails (transport error, timeout) is dropped and reopened before the
 //! next request. The connection is [`http1_wire`]'s lean HTTP/1.1 client, and its I/O
-//! runs in the same task as its requests. Each
+//! runs in the same task as its requests; answers are read in place into buffers the
+//! thread's connections share, and judged there (a 98.5 KB deep answer is neither
+//! copied nor grown into). Each
 //! connection writes to its thread's [`Recorder`] through a `RefCell`: all connections
 //! of a thread run on one single-threaded runtime.
 //!
@@ -23,7 +25,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use http1_wire::{AnswerRules, ExchangeError};
+use http1_wire::{AnswerRules, Buffers, ExchangeError};
 
 use crate::bench::outcome::{classify, Outcome};
 use crate::bench::recorder::Recorder;
@@ -143,25 +145,51 @@ const CHECK_IDLE_AFTER: Duration = Duration::from_millis(20);
 /// An open connection, or none yet.
 ///
 /// The connection is [`http1_wire`]'s: the request goes out as prepared bytes in one
-/// vectored write and the answer is read into the connection's buffer, in the
-/// connection's own task, with no header map, channel or hand-off per request.
-struct Connection {
+/// vectored write and the answer is read in place, in the connection's own task, with
+/// no header map, channel or hand-off per request. The body is judged where it is,
+/// never copied, in a buffer the connection holds from when the answer begins to
+/// arrive until [`Connection::release`]: one of the thread's `buffers`, the one given
+/// back last, still in cache.
+struct Connection<'a> {
+    buffers: &'a Buffers,
     open: Option<http1_wire::Connection>,
-    /// The body of the last 2xx answer, copied out so that the connection's read
-    /// buffer is free to be reused at once.
-    body: Vec<u8>,
+    /// The last answer said the connection may carry no other: it is closed before the
+    /// next request, not at once, as its body is read from the connection's buffer.
+    spent: bool,
+    /// Whether the last answer was 2xx (then [`Connection::body`] is its body).
+    kept: bool,
 }
 
-impl Connection {
-    fn new() -> Connection {
+impl<'a> Connection<'a> {
+    fn new(buffers: &'a Buffers) -> Connection<'a> {
         Connection {
+            buffers,
             open: None,
-            body: Vec::with_capacity(4096),
+            spent: false,
+            kept: false,
         }
     }
 
     fn close(&mut self) {
+        self.release();
         self.open = None;
+        self.spent = false;
+    }
+
+    /// Done with the last answer's body: its buffer goes back to the thread's.
+    fn release(&mut self) {
+        if let Some(connection) = &mut self.open {
+            connection.release(self.buffers);
+        }
+        self.kept = false;
+    }
+
+    /// The body of the last answer if it was 2xx, else empty.
+    fn body(&self) -> &[u8] {
+        match &self.open {
+            Some(connection) if self.kept => connection.body(),
+            _ => &[],
+        }
     }
 
     /// An open connection, connecting first if needed.
@@ -178,6 +206,9 @@ impl Connection {
         timeout: Duration,
         now: Instant,
     ) -> Result<(), Outcome> {
+        if self.spent {
+            self.close();
+        }
         if let Some(connection) = &self.open {
             let idle = connection.idle_for(now.into());
             if idle < CHECK_IDLE_AFTER || !connection.closed_while_idle() {
@@ -196,13 +227,14 @@ impl Connection {
     }
 
     /// Send one request (at `sent`) and read the whole response: its status and body
-    /// size (the body itself, for 2xx, is in `self.body`), or why there is none.
+    /// size (the body itself, for 2xx, is [`Connection::body`]), or why there is none.
     async fn exchange(
         &mut self,
         request: &WireRequest,
         sent: Instant,
         timeout: Duration,
     ) -> Result<(u16, usize), Outcome> {
+        self.kept = false;
         let Some(connection) = self.open.as_mut() else {
             return Err(Outcome::Transport);
         };
@@ -214,7 +246,7 @@ impl Connection {
         };
         let parts: [&[u8]; 2] = [&request.head, &request.body];
         match connection
-            .exchange(&parts, deadline, rules, |_, _| {})
+            .exchange_in_place(&parts, deadline, rules, self.buffers, |_, _| {})
             .await
         {
             Ok(answer) => {
@@ -224,13 +256,11 @@ impl Connection {
                     // reuse, one non-blocking read for a request that slow.
                     connection.set_idle(sent);
                 } else {
-                    self.close();
+                    self.spent = true;
                 }
-                self.body.clear();
-                if (200..300).contains(&answer.status) {
-                    self.body.extend_from_slice(&answer.body);
-                }
-                Ok((answer.status, answer.body.len()))
+                let size = connection.body().len();
+                self.kept = (200..300).contains(&answer.status);
+                Ok((answer.status, size))
             }
             Err(ExchangeError::Timeout) => {
                 // The connection may still carry the late response: never reuse it.
@@ -262,17 +292,10 @@ impl Connection {
         let done = Instant::now();
         let counted = in_window(done);
         let (outcome, size) = match answer {
-            Ok((status, size)) => {
-                let body: &[u8] = if (200..300).contains(&status) {
-                    &self.body
-                } else {
-                    &[]
-                };
-                (
-                    traffic.finish(ticket, Ok((status, body)), sent, done, counted),
-                    size,
-                )
-            }
+            Ok((status, size)) => (
+                traffic.finish(ticket, Ok((status, self.body())), sent, done, counted),
+                size,
+            ),
             Err(failure) => (traffic.finish(ticket, Err(failure), sent, done, counted), 0),
         };
         (outcome, size, sent, done)
@@ -285,8 +308,9 @@ pub async fn closed_loop<T: Traffic>(
     traffic: &mut T,
     timeout: Duration,
     recorder: &RefCell<Recorder>,
+    buffers: &Buffers,
 ) {
-    let mut connection = Connection::new();
+    let mut connection = Connection::new(buffers);
     loop {
         let now = Instant::now();
         if control.measure_end.is_some_and(|end| now >= end) {
@@ -324,9 +348,10 @@ pub async fn closed_loop<T: Traffic>(
             let mut recorder = recorder.borrow_mut();
             recorder.record(outcome, done - sent, size, done);
             if outcome == Outcome::GraphQl {
-                recorder.record_error_paths(&connection.body);
+                recorder.record_error_paths(connection.body());
             }
         }
+        connection.release();
         if connect_failed {
             tokio::time::sleep(RECONNECT_PAUSE).await;
         }
@@ -389,8 +414,9 @@ pub async fn open_loop<T: Traffic>(
     timeout: Duration,
     schedule: Schedule,
     recorder: &RefCell<Recorder>,
+    buffers: &Buffers,
 ) {
-    let mut connection = Connection::new();
+    let mut connection = Connection::new(buffers);
     let window_end = control.measure_end.unwrap_or(schedule.end);
     let mut index = 0u64;
     loop {
@@ -422,12 +448,13 @@ pub async fn open_loop<T: Traffic>(
             let mut recorder = recorder.borrow_mut();
             recorder.record(outcome, done - intended, size, done);
             if outcome == Outcome::GraphQl {
-                recorder.record_error_paths(&connection.body);
+                recorder.record_error_paths(connection.body());
             }
             if outcome.has_response() {
                 recorder.record_schedule(done - sent, sent.saturating_duration_since(intended));
             }
         }
+        connection.release();
     }
 }
 

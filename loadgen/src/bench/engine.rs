@@ -228,6 +228,8 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchResult> {
                     .context("building a worker runtime")?;
                 let recorder = RefCell::new(Recorder::new(open_loop).timed_from(measure_start));
                 let writes = RefCell::new(Recorder::new(true));
+                // The answers' buffers, shared by this thread's connections.
+                let buffers = http1_wire::Buffers::new();
                 // One record per URL: connection `first + c` (writer k) answers to URL
                 // (first + c) % urls (k % urls), so its stale reads are that gateway's.
                 let freshness: Option<Vec<RefCell<_>>> = workload.as_deref().map(|w| {
@@ -239,7 +241,8 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchResult> {
                 });
                 let window_start = Cell::new(None);
                 runtime.block_on(async {
-                    let (control, recorder, writes) = (&*control, &recorder, &writes);
+                    let (control, recorder, writes, buffers) =
+                        (&*control, &recorder, &writes, &buffers);
                     let (workload, oracle, freshness) =
                         (workload.as_deref(), oracle.as_deref(), freshness.as_deref());
                     let connections = futures::future::join_all((0..count).map(|c| {
@@ -257,11 +260,27 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchResult> {
                                     };
                                     let mut traffic =
                                         WorkloadTraffic::new(w, o, template, role, index, f);
-                                    drive(control, &mut traffic, timeout, schedule, recorder).await
+                                    drive(
+                                        control,
+                                        &mut traffic,
+                                        timeout,
+                                        schedule,
+                                        recorder,
+                                        buffers,
+                                    )
+                                    .await
                                 }
                                 _ => {
                                     let mut traffic = OneRequest { template };
-                                    drive(control, &mut traffic, timeout, schedule, recorder).await
+                                    drive(
+                                        control,
+                                        &mut traffic,
+                                        timeout,
+                                        schedule,
+                                        recorder,
+                                        buffers,
+                                    )
+                                    .await
                                 }
                             }
                         }
@@ -273,8 +292,15 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchResult> {
                                 let f = &per_url[*k as usize % urls];
                                 let mut traffic =
                                     WorkloadTraffic::new(w, o, template, Role::Writes, *k, f);
-                                client::open_loop(control, &mut traffic, timeout, *schedule, writes)
-                                    .await
+                                client::open_loop(
+                                    control,
+                                    &mut traffic,
+                                    timeout,
+                                    *schedule,
+                                    writes,
+                                    buffers,
+                                )
+                                .await
                             }
                         },
                     ));
@@ -406,10 +432,11 @@ async fn drive<T: Traffic>(
     timeout: Duration,
     schedule: Option<Schedule>,
     recorder: &RefCell<Recorder>,
+    buffers: &http1_wire::Buffers,
 ) {
     match schedule {
-        Some(s) => client::open_loop(control, traffic, timeout, s, recorder).await,
-        None => client::closed_loop(control, traffic, timeout, recorder).await,
+        Some(s) => client::open_loop(control, traffic, timeout, s, recorder, buffers).await,
+        None => client::closed_loop(control, traffic, timeout, recorder, buffers).await,
     }
 }
 
