@@ -25,8 +25,11 @@
 # subgraphs (commerce-service), each gateway started from the committed supergraph, as
 # scripts/loadgen-vs-wrk.sh --deep does. S is then `loadgen target --body` serving one
 # real answer of the gateway to that query, captured first: a bare exchange of the same
-# size. The targets (<= 2, 2.5, 8 S) are issue 14's, set for the seed query; for the
-# deep one they are shown for reference. Output: results/<stamp>-cpu-per-request-deep.
+# size. The deep mode adds two configurations, TTL 0 with identical in-flight client
+# requests coalesced (--request-strategy coalesce) and the response strategy at 10 s
+# (--request-strategy response:ttl=10), and judges against issue 23's targets: TTL 10
+# (everything cached) <= 2 S, TTL 0 <= 3 S, no cache <= 20 S. The seed mode keeps issue
+# 14's (<= 2, 2.5, 8 S). Output: results/<stamp>-cpu-per-request-deep.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deep=false
@@ -132,6 +135,12 @@ gateway() { # NAME BINARY[,ARG...] gateway-args...: a fresh gateway for one meas
   stop_pid $g
 }
 variants=${GATEWAYS:-one-thread=$bin/gateway,--worker-threads,1 default=$bin/gateway}
+# Configurations, NAME=ARG,ARG...: the seed matrix's three, and on the deep query the
+# request-level strategies beside them.
+configs="no-cache= ttl-0=--ttl,0 ttl-10=--ttl,10"
+if $deep; then
+  configs="$configs ttl-0+coalesce=--ttl,0,--request-strategy,coalesce response-10=--request-strategy,response:ttl=10"
+fi
 echo "gateways: $variants"
 echo "round what req/s errors server_cpu_us_per_request subgraph_cpu_us_per_request loadgen_cpu_us_per_request"
 for round in $(seq "$rounds"); do
@@ -139,19 +148,27 @@ for round in $(seq "$rounds"); do
   measure target-1-thread $target1 "http://127.0.0.1:$tp1/"
   for variant in $variants; do
     name=${variant%%=*}; command=${variant#*=}
-    gateway "$name:no-cache" "$command"
-    gateway "$name:ttl-0" "$command" --ttl 0
-    gateway "$name:ttl-10" "$command" --ttl 10
+    for config in $configs; do
+      cfg_args=()
+      IFS=, read -r -a cfg_args <<< "${config#*=}"
+      gateway "$name:${config%%=*}" "$command" "${cfg_args[@]}"
+    done
   done
 done
-python3 - "$work/rows" "$variants" "$deep" <<'PY'
+python3 - "$work/rows" "$variants" "$deep" "$configs" <<'PY'
 import sys, statistics as st
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 variants = [v.split("=", 1)[0] for v in sys.argv[2].split()]
 rounds = sorted({r[0] for r in rows}, key=int)
 by = {(r[0], r[1]): r for r in rows}
 s = {k: float(by[(k, "target")][4]) for k in rounds}
-targets = {"ttl-10": 2.0, "ttl-0": 2.5, "no-cache": 8.0}
+configs = [c.split("=", 1)[0] for c in sys.argv[4].split()]
+configs = sorted(configs, key=lambda c: ["ttl-10", "response-10", "ttl-0", "ttl-0+coalesce", "no-cache"].index(c))
+if sys.argv[3] == "true":
+    # Issue 23's, on the deep query: everything cached, TTL 0, no cache.
+    targets = {"ttl-10": 2.0, "response-10": 2.0, "ttl-0": 3.0, "ttl-0+coalesce": 3.0, "no-cache": 20.0}
+else:
+    targets = {"ttl-10": 2.0, "ttl-0": 2.5, "no-cache": 8.0}
 print()
 what = "loadgen target --body, the captured deep answer" if sys.argv[3] == "true" else "loadgen target"
 print(f"S, the server side of one bare exchange ({what}): {st.median(s.values()):.2f} us (median of {len(rounds)} rounds: "
@@ -163,7 +180,7 @@ print()
 print("| gateway | configuration | req/s | gateway CPU per request | / S (median, min-max of rounds) | target | subgraphs CPU per request | loadgen CPU per request | errors |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
 for variant in variants:
-    for cfg in ("ttl-10", "ttl-0", "no-cache"):
+    for cfg in configs:
         rs = [by[(k, f"{variant}:{cfg}")] for k in rounds]
         ratios = [float(r[4]) / s[r[0]] for r in rs]
         med = lambda i: st.median(float(r[i]) for r in rs)
@@ -173,7 +190,7 @@ if len(variants) > 1:
     print()
     print(f"Each gateway's CPU per request against {variants[0]}'s, per round (median, min-max):")
     for variant in variants[1:]:
-        for cfg in ("ttl-10", "ttl-0", "no-cache"):
+        for cfg in configs:
             ratios = [float(by[(k, f"{variant}:{cfg}")][4]) / float(by[(k, f"{variants[0]}:{cfg}")][4]) for k in rounds]
             print(f"  {variant} / {variants[0]} at {cfg}: {st.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})")
 PY
