@@ -120,12 +120,20 @@ impl Data {
         }
     }
 
-    /// Every answer gathered, in the order it came.
+    /// Every answer gathered, in the order it came (the entities of one answer, read
+    /// where they are, share its one tape: see [`Data::add_tape`]).
     pub fn tapes(&self) -> impl Iterator<Item = &Arc<Tape>> {
         self.tapes.iter()
     }
 
+    /// Keep `tape`; the same tape as the last one kept (the entities of one answer,
+    /// read where they are) keeps its id.
     pub fn add_tape(&mut self, tape: Arc<Tape>) -> TapeId {
+        if let Some(last) = self.tapes.last() {
+            if Arc::ptr_eq(last, &tape) {
+                return (self.tapes.len() - 1) as TapeId;
+            }
+        }
         self.tapes.push(tape);
         self.merged_into.push(false);
         (self.tapes.len() - 1) as TapeId
