@@ -134,6 +134,24 @@ async fn response_strategy_answers_from_stored_bytes_until_a_mutation_returns_an
 }
 
 #[tokio::test]
+async fn a_stored_answer_is_dropped_by_an_entity_that_came_from_an_entity_fetch() {
+    let lab = Lab::start_with(|c| c.request_strategy = response(60.0)).await;
+    // `me.topPosts` comes from the posts subgraph's `_entities`: Post p1 is in that
+    // entity answer, not in a root field's.
+    let read = "{ me { id topPosts(count: 2) { pid title } } }";
+    let first = lab.query(read).await;
+    assert_eq!(first["data"]["me"]["topPosts"][0]["pid"], "p1", "{first}");
+    assert_eq!(lab.query(read).await, first);
+    lab.query(r#"mutation { updatePostTitle(pid: "p1", title: "Moved") { pid } }"#)
+        .await;
+    let after = lab.query(read).await;
+    assert_eq!(
+        after["data"]["me"]["topPosts"][0]["title"], "Moved",
+        "{after}"
+    );
+}
+
+#[tokio::test]
 async fn response_strategy_never_stores_an_answer_with_errors() {
     let mut lab = Lab::start_with(|c| c.request_strategy = response(60.0)).await;
     let user_addr = lab.stop_user().await;
