@@ -53,18 +53,51 @@ fn a_bad_switch_value_is_refused_by_name() {
     );
 }
 
+/// The gateway started over one subgraph with `args` exits 2, and says `expected`.
+fn refused(args: &[&str], expected: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_gateway"))
+        .args(["--subgraph", "post=http://127.0.0.1:1/graphql"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(expected), "{args:?}: {stderr}");
+}
+
+#[test]
+fn bad_request_strategies_are_refused_by_name() {
+    for (args, expected) in [
+        (
+            &["--request-strategy", "everything"][..],
+            "no request strategy of that name",
+        ),
+        (
+            &["--request-strategy", "response:ttl=0"],
+            "ttl must be positive",
+        ),
+        (
+            &["--request-strategy", "response:ttl=abc"],
+            "is not a number of seconds",
+        ),
+        (
+            &["--request-strategy", "response:size=3"],
+            "no parameter \"size\"",
+        ),
+        (
+            &["--request-strategy", "coalesce:ttl=3"],
+            "takes no parameters",
+        ),
+        // The response store needs a lifetime: its own, or --ttl's.
+        (&["--request-strategy", "response"], "give its ttl"),
+    ] {
+        refused(args, "--request-strategy");
+        refused(args, expected);
+    }
+}
+
 #[test]
 fn bad_limits_are_refused_by_name() {
-    let refused = |args: &[&str], expected: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_gateway"))
-            .args(["--subgraph", "post=http://127.0.0.1:1/graphql"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains(expected), "{args:?}: {stderr}");
-    };
     refused(
         &["--subgraph-timeout", "user=1s"],
         "--subgraph-timeout user=1s: no subgraph is named \"user\"",

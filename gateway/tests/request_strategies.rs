@@ -2,11 +2,10 @@
 //! real HTTP: identical requests in flight share one execution and its bytes, stored
 //! answers are sent without asking a subgraph, a mutation drops the answers written
 //! from the entities it returned, errors are never stored, and no answer crosses
-//! callers.
+//! callers (the flag's refusals are in `cli.rs`).
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::{Lab, Server};
@@ -208,43 +207,4 @@ async fn response_and_resolver_caching_run_together() {
         text.contains(r#"gateway_cache_hits_total{namespace="Query.me"} 1"#),
         "{text}"
     );
-}
-
-#[test]
-fn bad_request_strategies_are_refused_by_name() {
-    let refused = |args: &[&str], expected: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_gateway"))
-            .args(["--subgraph", "post=http://127.0.0.1:1/graphql"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(!out.status.success(), "{args:?} was accepted");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            stderr.contains("--request-strategy") && stderr.contains(expected),
-            "{args:?}: {stderr}"
-        );
-    };
-    refused(
-        &["--request-strategy", "everything"],
-        "no request strategy of that name",
-    );
-    refused(
-        &["--request-strategy", "response:ttl=0"],
-        "ttl must be positive",
-    );
-    refused(
-        &["--request-strategy", "response:ttl=abc"],
-        "is not a number of seconds",
-    );
-    refused(
-        &["--request-strategy", "response:size=3"],
-        "no parameter \"size\"",
-    );
-    refused(
-        &["--request-strategy", "coalesce:ttl=3"],
-        "takes no parameters",
-    );
-    // The response store needs a lifetime: its own, or --ttl's.
-    refused(&["--request-strategy", "response"], "give its ttl");
 }

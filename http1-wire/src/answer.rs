@@ -5,7 +5,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
-use crate::head::{self, BodyLength, MAX_HEAD};
+use crate::head::{self, BodyLength};
 use crate::{fill, io_error, AnswerRules, ExchangeError};
 
 /// One answer, read whole.
@@ -26,27 +26,7 @@ pub(crate) async fn read(
     mut on_header: impl FnMut(&str, &[u8]),
 ) -> Result<Answer, ExchangeError> {
     buffer.clear();
-    let framing = loop {
-        if let Some(framing) = head::parse(buffer, rules, &mut on_header)? {
-            break framing;
-        }
-        if buffer.len() > MAX_HEAD {
-            return Err(ExchangeError::Protocol(
-                "the answer's head is too large".into(),
-            ));
-        }
-        let answered = !buffer.is_empty();
-        let n = stream
-            .read_buf(buffer)
-            .await
-            .map_err(|e| io_error(e, answered))?;
-        if n == 0 {
-            return Err(ExchangeError::Io {
-                detail: "the peer closed the connection".into(),
-                answered,
-            });
-        }
-    };
+    let framing = head::read(stream, buffer, rules, &mut on_header).await?;
     buffer.advance(framing.head_len);
     let (body, reusable) = match framing.body {
         BodyLength::Known(length) => {

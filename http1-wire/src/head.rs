@@ -2,7 +2,11 @@
 //! connection stays open. Shared by both ways of reading an answer (whole into
 //! [`crate::Answer`], or in place in the connection's buffer).
 
-use crate::{AnswerRules, ExchangeError};
+use bytes::BufMut;
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
+
+use crate::{io_error, AnswerRules, ExchangeError};
 
 /// Most header lines an answer may have.
 const MAX_HEADERS: usize = 64;
@@ -22,6 +26,37 @@ pub(crate) enum BodyLength {
     Known(usize),
     Chunked,
     UntilClose,
+}
+
+/// Read from `stream` into `buffer` (what has arrived of the answer so far) until it
+/// holds the whole head, and parse it (see [`parse`]).
+pub(crate) async fn read<B: BufMut + AsRef<[u8]>>(
+    stream: &mut TcpStream,
+    buffer: &mut B,
+    rules: AnswerRules,
+    on_header: &mut impl FnMut(&str, &[u8]),
+) -> Result<Framing, ExchangeError> {
+    loop {
+        if let Some(framing) = parse(buffer.as_ref(), rules, on_header)? {
+            return Ok(framing);
+        }
+        if buffer.as_ref().len() > MAX_HEAD {
+            return Err(ExchangeError::Protocol(
+                "the answer's head is too large".into(),
+            ));
+        }
+        let answered = !buffer.as_ref().is_empty();
+        let n = stream
+            .read_buf(buffer)
+            .await
+            .map_err(|e| io_error(e, answered))?;
+        if n == 0 {
+            return Err(ExchangeError::Io {
+                detail: "the peer closed the connection".into(),
+                answered,
+            });
+        }
+    }
 }
 
 /// The answer's head, once `bytes` (what has arrived of the answer) holds all of it,

@@ -24,7 +24,7 @@ use std::ops::Range;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
-use crate::head::{self, BodyLength, MAX_HEAD};
+use crate::head::{self, BodyLength};
 use crate::{fill, io_error, AnswerRules, ExchangeError};
 
 /// What a fresh buffer is given room for: a small answer in one read.
@@ -102,27 +102,7 @@ pub(crate) async fn read(
             Err(e) => return Err(io_error(e, false)),
         }
     }
-    let framing = loop {
-        if let Some(framing) = head::parse(buffer, rules, &mut on_header)? {
-            break framing;
-        }
-        if buffer.len() > MAX_HEAD {
-            return Err(ExchangeError::Protocol(
-                "the answer's head is too large".into(),
-            ));
-        }
-        let answered = !buffer.is_empty();
-        let n = stream
-            .read_buf(buffer)
-            .await
-            .map_err(|e| io_error(e, answered))?;
-        if n == 0 {
-            return Err(ExchangeError::Io {
-                detail: "the peer closed the connection".into(),
-                answered,
-            });
-        }
-    };
+    let framing = head::read(stream, buffer, rules, &mut on_header).await?;
     let start = framing.head_len;
     let (end, reusable) = match framing.body {
         BodyLength::Known(length) => {
