@@ -405,10 +405,10 @@ impl Cli {
                 );
             }
             // --invalidation also governs a response strategy's stored answers.
-            let stores = matches!(
-                self.request_strategy,
-                Some(RequestStrategy::Response { .. })
-            );
+            let stores = self
+                .request_strategy
+                .as_ref()
+                .is_some_and(RequestStrategy::stores);
             let tuning: Vec<&str> = tuning
                 .into_iter()
                 .filter(|f| !(stores && *f == "--invalidation"))
@@ -416,10 +416,9 @@ impl Cli {
             gateway::caching::check_flags(&tuning, None)?;
             None
         };
-        if let Some(RequestStrategy::Response { ttl: None, .. }) = &self.request_strategy {
-            if self.ttl.is_none_or(|t| t <= 0.0) {
-                return Err("--request-strategy response: give its ttl (response:ttl=SECS) or a positive --ttl".into());
-            }
+        if let Some(strategy) = &self.request_strategy {
+            // Refused before any subgraph is asked.
+            strategy.lifetime(self.ttl.and_then(|t| Duration::try_from_secs_f64(t).ok()))?;
         }
         if let Some(bare) = self
             .upstream

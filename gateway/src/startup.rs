@@ -159,10 +159,10 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
         // Answers carry their entities' references for the resolver cache, and for a
         // response strategy's stored answers.
         config.cache.is_some()
-            || matches!(
-                config.request_strategy,
-                Some(RequestStrategy::Response { .. })
-            ),
+            || config
+                .request_strategy
+                .as_ref()
+                .is_some_and(RequestStrategy::stores),
     ));
     let metrics = Arc::new(Metrics::new(subgraphs.iter().map(|s| s.name.clone())));
     let upstream = Arc::new(Upstream::new(

@@ -112,6 +112,28 @@ impl RequestStrategy {
         }
     }
 
+    /// Whether it stores answers (the response strategy) rather than only sharing
+    /// executions in flight.
+    pub fn stores(&self) -> bool {
+        matches!(self, RequestStrategy::Response { .. })
+    }
+
+    /// How long a stored answer lives: the strategy's own `ttl`, else `fallback`
+    /// (`--ttl`) when positive; `None` for coalescing. An error naming the flag when a
+    /// response strategy has neither.
+    pub fn lifetime(&self, fallback: Option<Duration>) -> Result<Option<Duration>, String> {
+        match self {
+            RequestStrategy::Coalesce => Ok(None),
+            RequestStrategy::Response { ttl, .. } => ttl
+                .or(fallback.filter(|t| !t.is_zero()))
+                .map(Some)
+                .ok_or_else(|| {
+                    "--request-strategy response: give its ttl (response:ttl=SECS) or a positive --ttl"
+                        .into()
+                }),
+        }
+    }
+
     /// Its name, the namespace its counters are labelled with.
     pub fn name(&self) -> &'static str {
         match self {
@@ -179,17 +201,13 @@ impl RequestCache {
         keyed_headers: Vec<String>,
         invalidation: bool,
     ) -> Result<RequestCache, String> {
-        let (policy, max_bytes) = match &strategy {
-            RequestStrategy::Coalesce => (Policy::new(), DEFAULT_MAX_MB << 20),
-            RequestStrategy::Response {
-                ttl: own,
-                max_bytes,
-            } => {
-                let ttl = own.or(ttl.filter(|t| !t.is_zero())).ok_or(
-                    "--request-strategy response: give its ttl (response:ttl=SECS) or a positive --ttl",
-                )?;
-                (Policy::new().ttl(ttl), *max_bytes)
-            }
+        let policy = match strategy.lifetime(ttl)? {
+            Some(ttl) => Policy::new().ttl(ttl),
+            None => Policy::new(),
+        };
+        let max_bytes = match &strategy {
+            RequestStrategy::Response { max_bytes, .. } => *max_bytes,
+            RequestStrategy::Coalesce => DEFAULT_MAX_MB << 20,
         };
         let memory = MemoryStorage::builder()
             .max_bytes(max_bytes, |a: &Answer| {
@@ -223,13 +241,13 @@ impl RequestCache {
     /// strategy keeps them with each stored answer, and drops answers by them after a
     /// mutation.
     pub fn stores_references(&self) -> bool {
-        matches!(self.strategy, RequestStrategy::Response { .. }) && self.invalidation
+        self.strategy.stores() && self.invalidation
     }
 
     /// Whether a request with these inputs may be answered from the store (the
     /// response strategy, and no credentials).
     fn stores_for(&self, input: &RequestInput) -> bool {
-        matches!(self.strategy, RequestStrategy::Response { .. }) && input.authorization.is_none()
+        self.strategy.stores() && input.authorization.is_none()
     }
 
     /// The request's key: its document text, operation name, variables as sent, and
@@ -312,10 +330,7 @@ impl RequestCache {
     /// After a mutation whose subgraph answers name the entities `references`: drop
     /// every stored answer written from one of them.
     pub async fn after_mutation(&self, references: Vec<String>) {
-        if !self.invalidation
-            || references.is_empty()
-            || !matches!(self.strategy, RequestStrategy::Response { .. })
-        {
+        if !self.invalidation || references.is_empty() || !self.strategy.stores() {
             return;
         }
         if let Err(e) = self.cache.invalidate(references).await {
