@@ -9,6 +9,12 @@
 # With --deep, the same on the deep query of experiments/deep.toml (DeepWishlistChain,
 # 98.5 KB answers) over the commerce graph's four subgraphs, the gateway started from
 # the committed supergraph; its checked workload is experiments/workloads/deep-checked.toml.
+# A fourth configuration, `bare`, comes first: `loadgen target --body` on one thread,
+# answering one answer of the gateway to the same query (captured at the start) as fast
+# as it is asked, so that the tools run flat out and what each spends per answer of
+# that size is measured without the gateway's pace in it (at a gateway's few hundred
+# requests a second the tools idle between answers, and their wake-ups and the kernel's
+# loopback work dominate, with a wide spread).
 #   scripts/loadgen-vs-wrk.sh [--deep] [ROUNDS] [SECONDS]   # default 3 rounds of 5 s
 # Output is kept in results/<stamp>-loadgen-vs-wrk/summary.txt (-loadgen-vs-wrk-deep).
 set -euo pipefail
@@ -23,7 +29,8 @@ if $deep; then record_output loadgen-vs-wrk-deep; else record_output loadgen-vs-
 bin=target/release
 lua=$(mktemp); query=$(mktemp); body=$(mktemp); rows=$(mktemp); runout=$(mktemp)
 pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -f "$lua" "$query" "$body" "$rows" "$runout"' EXIT
+answer=$(mktemp)
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -f "$lua" "$query" "$body" "$rows" "$runout" "$answer"' EXIT
 if $deep; then
   cp commerce-graph/queries/deep.graphql "$query"
   one_query=(--query-file "$query" --operation-name DeepWishlistChain)
@@ -86,11 +93,28 @@ assert w.get("wrong_answers", 0) == 0, w
 print(j["requests_per_sec"], j["requests"], re.search(r"CPU ([\d.]+)", t).group(1))';;
   esac
 }
+# The bare configuration's answer: the gateway's own, captured once.
+start_graph
+curl -fsS -H 'content-type: application/json' --data-binary @"$body" "http://127.0.0.1:$gp/graphql" -o "$answer"
+python3 - "$answer" <<'PY'
+import json, os, sys
+a = json.load(open(sys.argv[1]))
+assert a.get("data") and not a.get("errors"), f"the captured answer is not a clean one: {str(a)[:300]}"
+print(f"bare: loadgen target --body, one captured gateway answer ({os.path.getsize(sys.argv[1])} bytes)")
+PY
+kill "${pids[@]}"; wait "${pids[@]}" 2>/dev/null || true; pids=()
 tools=(wrk one-query workload)
-for cfg in no-cache ttl-0 ttl-10; do
-  case $cfg in no-cache) args=();; ttl-0) args=(--ttl 0);; ttl-10) args=(--ttl 10);; esac
-  start_graph "${args[@]}"
-  url=http://127.0.0.1:$gp/graphql
+for cfg in bare no-cache ttl-0 ttl-10; do
+  case $cfg in no-cache|bare) args=();; ttl-0) args=(--ttl 0);; ttl-10) args=(--ttl 10);; esac
+  if [ "$cfg" = bare ]; then
+    gp=$(port)
+    "$bin/loadgen" target --listen 127.0.0.1:$gp --threads 1 --body "$answer" 2>/dev/null & pids+=($!)
+    for _ in $(seq 100); do curl -fs "http://127.0.0.1:$gp/" >/dev/null 2>&1 && break; sleep 0.1; done
+    url=http://127.0.0.1:$gp/
+  else
+    start_graph "${args[@]}"
+    url=http://127.0.0.1:$gp/graphql
+  fi
   wrk -t1 -c100 -d2s -s "$lua" "$url" >/dev/null   # warm-up, not reported
   for r in $(seq "$rounds"); do
     for i in 0 1 2; do

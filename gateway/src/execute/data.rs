@@ -21,8 +21,9 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use hive_router_query_planner::ast::selection_item::SelectionItem;
+use smallvec::SmallVec;
 
-use crate::answer::tape::{Kind, Tape, Value};
+use crate::answer::tape::{Children, Kind, Tape, Value};
 use crate::fast_map::FastMap;
 use crate::plan::PathSegment;
 use crate::supergraph::Supergraph;
@@ -38,19 +39,55 @@ pub struct Node {
     pub index: u32,
 }
 
-/// The values at one place of the response, one per answer that has one (most
-/// places have one: only the first is held inline).
+/// The values at one place of the response, one per answer that has one. Most
+/// places have one, a merged object a few (its root answer and an entity answer
+/// per subgraph that adds to it): up to four are held inline, so building a view
+/// allocates only for an object more than four answers stand at.
 #[derive(Debug, Clone, Default)]
 pub struct Nodes {
     first: Option<Node>,
-    rest: Vec<Node>,
+    rest: SmallVec<[Node; 3]>,
+}
+
+/// The items of a merged list ([`Data::elements`]).
+pub struct Elements<'d> {
+    data: &'d Data,
+    lists: &'d Nodes,
+    /// A list that stands alone: its tape, and its items still to come.
+    alone: Option<(TapeId, Children<'d>)>,
+    /// A merged list: the next index, and its length (its first answer's).
+    next: usize,
+    len: usize,
+}
+
+impl Iterator for Elements<'_> {
+    type Item = Nodes;
+
+    fn next(&mut self) -> Option<Nodes> {
+        if let Some((tape, items)) = &mut self.alone {
+            let item = items.next()?;
+            return Some(if item.is_null() {
+                Nodes::default()
+            } else {
+                Nodes::one(Node {
+                    tape: *tape,
+                    index: item.index(),
+                })
+            });
+        }
+        if self.next >= self.len {
+            return None;
+        }
+        self.next += 1;
+        Some(self.data.element(self.lists, self.next - 1))
+    }
 }
 
 impl Nodes {
     pub fn one(node: Node) -> Nodes {
         Nodes {
             first: Some(node),
-            rest: Vec::new(),
+            rest: SmallVec::new(),
         }
     }
 
@@ -165,7 +202,7 @@ impl Data {
         if let (Some(node), true) = (nodes.first, nodes.rest.is_empty()) {
             // One object in an answer nothing was merged into: itself.
             if !self.merged_into[node.tape as usize] {
-                return nodes.clone();
+                return Nodes::one(node);
             }
         }
         let mut view = Nodes::default();
@@ -233,6 +270,28 @@ impl Data {
         }
     }
 
+    /// The items of a merged list, in order: per item, its values (item `i` of each
+    /// list in `lists` that has one, nulls left out). A list that stands alone (most
+    /// do) is read item after item; a merged one by index.
+    pub fn elements<'d>(&'d self, lists: &'d Nodes) -> Elements<'d> {
+        let alone = match (lists.first, lists.rest.is_empty()) {
+            (Some(list), true) => Some((list.tape, self.value(list).items())),
+            _ => None,
+        };
+        let len = if alone.is_some() {
+            0
+        } else {
+            self.list_len(lists)
+        };
+        Elements {
+            data: self,
+            lists,
+            alone,
+            next: 0,
+            len,
+        }
+    }
+
     /// Item `i` of each list in `lists` that has one (the values at one place of a
     /// merged list).
     pub fn element(&self, lists: &Nodes, i: usize) -> Nodes {
@@ -280,7 +339,8 @@ impl Data {
     /// The objects at `path`, each with its view and its place in the response.
     pub fn targets<'p>(&self, path: &'p [PathSegment], supergraph: &Supergraph) -> Vec<Target<'p>> {
         let mut out = Vec::new();
-        let mut at = Vec::new();
+        // A place's steps: a key per segment, and an index per list on the way.
+        let mut at = Vec::with_capacity(2 * path.len());
         let root = self.root_view();
         self.walk(&root, path, &mut at, supergraph, &mut out);
         out
@@ -304,9 +364,9 @@ impl Data {
                     Some(PathSegment::List) => &path[1..],
                     _ => path,
                 };
-                for i in 0..self.list_len(values) {
+                for (i, item) in self.elements(values).enumerate() {
                     at.push(PathStep::Index(i));
-                    self.walk(&self.element(values, i), rest, at, supergraph, out);
+                    self.walk(&item, rest, at, supergraph, out);
                     at.pop();
                 }
             }
@@ -464,11 +524,10 @@ impl Data {
         match value.kind() {
             Kind::Array => {
                 out.push(b'[');
-                for i in 0..self.list_len(values) {
+                for (i, item) in self.elements(values).enumerate() {
                     if i > 0 {
                         out.push(b',');
                     }
-                    let item = self.element(values, i);
                     if !self.projected(&item, selection, supergraph, out) {
                         out.extend_from_slice(b"null");
                     }

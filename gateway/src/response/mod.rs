@@ -345,12 +345,12 @@ impl<'a> Writer<'a> {
             }
             out.push(b'[');
             let mut ok = true;
-            for i in 0..self.data.list_len(values) {
+            let data = self.data;
+            for (i, item) in data.elements(values).enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
                 self.path.push(Step::Index(i));
-                let item = self.data.element(values, i);
                 ok &= self.value(out, &item, field, level + 1);
                 self.path.pop();
             }
