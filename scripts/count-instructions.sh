@@ -18,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: $0 NAME=GATEWAY [NAME=GATEWAY ...]" >&2; exit 2; }
 command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind >/dev/null; }
-cargo build --release --locked -p user-service -p post-service -p loadgen
+cargo build --release --locked -p gateway -p user-service -p post-service -p loadgen
 . scripts/lib/record.sh
 record_output "${RUN_NAME:-instructions}"
 n=${N:-3000}; flags=${FLAGS:---ttl 10}
