@@ -37,7 +37,7 @@ echo "gateway flags: --worker-threads 1 $flags; $n counted requests after 300 of
 load() { # url requests
   "$bin/loadgen" bench --url "$1" --body-file "$work/request.json" -H 'content-type: application/json' \
     --connections 4 --threads 1 --requests "$2" --json --no-progress > "$work/load.json"
-  python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); e = sum(r["errors"].values()); sys.exit(f"{e} errors in {r[\"requests\"]} requests" if e else 0)' "$work/load.json"
+  python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); e = sum(r["errors"].values()); sys.exit("%d errors in %d requests" % (e, r["requests"]) if e else 0)' "$work/load.json"
 }
 names=()
 for spec in "$@"; do
