@@ -47,7 +47,6 @@ rows=$work/rows   # where bench() appends its lines
 pids=() ab_pids=()
 stop() { for p in "${pids[@]}" "${ab_pids[@]}"; do kill "$p" 2>/dev/null || true; done; for p in "${pids[@]}" "${ab_pids[@]}"; do wait "$p" 2>/dev/null || true; done; pids=() ab_pids=(); }
 trap 'stop; rm -rf "$work"' EXIT
-wait_up() { for _ in $(seq 300); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "no answer from $1" >&2; return 1; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 bench() { # label url body-file [pid whose CPU to count]
   local before=0 after=0

@@ -26,7 +26,6 @@ bin=target/release
 work=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
-wait_up() { for _ in $(seq 600); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "no answer from $1" >&2; return 1; }
 echo '{"query":"query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }"}' > "$work/request.json"
 up=$(port); pp=$(port)
 "$bin/user-service" --listen 127.0.0.1:$up >/dev/null 2>&1 & pids+=($!)
@@ -47,7 +46,7 @@ for spec in "$@"; do
   valgrind --tool=callgrind --callgrind-out-file="$work/$name.%p" "$gateway" --listen 127.0.0.1:$gp \
     --subgraph user=http://127.0.0.1:$up/graphql --subgraph post=http://127.0.0.1:$pp/graphql \
     --worker-threads 1 $flags >/dev/null 2>&1 & g=$!; pids+=($g)
-  wait_up "http://127.0.0.1:$gp/health"
+  wait_up "http://127.0.0.1:$gp/health" 600 # valgrind starts it slowly
   load "http://127.0.0.1:$gp/graphql" 300
   callgrind_control -z $g >/dev/null; sleep 1
   load "http://127.0.0.1:$gp/graphql" "$n"; sleep 1

@@ -57,7 +57,6 @@ pids=()
 stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 stop_all() { for p in "${pids[@]}"; do stop_pid "$p"; done; pids=(); }
 trap 'stop_all; rm -rf "$work"' EXIT
-wait_up() { for _ in $(seq 300); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "no answer from $1" >&2; return 1; }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # subgraph_ticks: the subgraphs' CPU ticks, summed.
 subgraph_ticks() { local p t=0; for p in "${subgraphs[@]}"; do t=$((t + $(ticks "$p"))); done; echo $t; }

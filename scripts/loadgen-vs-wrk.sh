@@ -109,7 +109,7 @@ for cfg in bare no-cache ttl-0 ttl-10; do
   if [ "$cfg" = bare ]; then
     gp=$(port)
     "$bin/loadgen" target --listen 127.0.0.1:$gp --threads 1 --body "$answer" 2>/dev/null & pids+=($!)
-    for _ in $(seq 100); do curl -fs "http://127.0.0.1:$gp/" >/dev/null 2>&1 && break; sleep 0.1; done
+    wait_up "http://127.0.0.1:$gp/"
     url=http://127.0.0.1:$gp/
   else
     start_graph "${args[@]}"

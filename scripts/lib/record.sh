@@ -1,5 +1,5 @@
 # Sourced by the side-by-side scripts (ceilings.sh, compare-mercurius.sh): what they
-# share about recording a run and finding ports.
+# share about recording a run, finding ports and waiting for servers.
 
 # record_output NAME: from here on, everything the script prints is also kept in
 # results/<UTC stamp>-NAME/summary.txt, headed by the commit ("(dirty)" when the tree
@@ -15,6 +15,13 @@ record_output() {
 
 # port: a free TCP port on 127.0.0.1.
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# wait_up URL [TRIES]: wait until URL answers 2xx (every 0.1 s, TRIES times, default 300);
+# else say so and fail.
+wait_up() {
+  for _ in $(seq "${2:-300}"); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "no answer from $1" >&2; return 1
+}
 
 # need_node MIN WHY: stop, naming what is missing, unless node (MIN or later), npm, curl and
 # python3 (for port) are here. WHY says what needs that node version. Uses the caller's die.
