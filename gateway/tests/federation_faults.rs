@@ -16,6 +16,8 @@ use async_graphql::dynamic::{Interface, Object};
 use common::federated::schema::{arg, computed, field, ifield, lookup, Subgraph};
 use common::federated::Federation;
 use serde_json::{json, Value as Json};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 const GRAPH: &str = "faults";
 
@@ -294,4 +296,33 @@ async fn a_subgraph_down_for_an_entity_fetch_is_an_error_at_each_entity() {
         })
     );
     assert_eq!(fed.requests("products"), 1);
+}
+
+#[tokio::test]
+async fn answers_laid_out_otherwise_than_the_last_are_still_read_by_their_keys() {
+    // The response writer reads each field first where it found it in the answer
+    // before (the plan keeps that place). Here every other products answer, and
+    // within one answer every other product, has one member more in front of the
+    // rest, so those places are wrong half of the time.
+    let answers = Arc::new(AtomicUsize::new(0));
+    let shifted = products().tamper(move |_, answer| {
+        let n = answers.fetch_add(1, Ordering::Relaxed);
+        if let Some(Json::Array(list)) = answer.pointer_mut("/data/products") {
+            for (i, product) in list.iter_mut().enumerate() {
+                if let (Json::Object(product), 1) = (product, (n + i) % 2) {
+                    // Sorted keys: after `__typename`, before `id`.
+                    product.insert("_extra".into(), json!(n));
+                }
+            }
+        }
+    });
+    let fed = Federation::start(GRAPH, vec![shifted, reviews(|_, _| {})]).await;
+    let expected = json!({ "data": { "products": [
+        { "title": "Kettle", "id": "p1", "score": 9 },
+        { "title": "Lamp", "id": "p2", "score": 7 },
+    ] } });
+    for _ in 0..4 {
+        assert_eq!(fed.query("{ products { title id score } }").await, expected);
+    }
+    assert_eq!(fed.requests("products"), 4);
 }

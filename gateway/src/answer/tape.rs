@@ -180,14 +180,16 @@ impl<'t> Value<'t> {
     }
 
     /// Whether this value's key in its parent object is `name`.
+    #[inline]
     pub fn key_is(&self, name: &str) -> bool {
         let n = self.node();
-        let raw = &self.tape.text[n.key_start as usize..n.key_end as usize];
         if n.key_escaped {
-            decode_key(raw) == name
-        } else {
-            raw == name.as_bytes()
+            let raw = &self.tape.text[n.key_start as usize..n.key_end as usize];
+            return decode_key(raw) == name;
         }
+        // Most keys differ in length from the one looked for: no bytes are read then.
+        (n.key_end - n.key_start) as usize == name.len()
+            && &self.tape.text[n.key_start as usize..n.key_end as usize] == name.as_bytes()
     }
 
     /// An object's members, in order; nothing for other kinds.
@@ -219,24 +221,37 @@ impl<'t> Value<'t> {
         self.members().find(|m| m.key_is(name))
     }
 
-    /// The member `name` of an object, trying the member after `cursor` first and
-    /// leaving `cursor` on the one found. Members usually come in the order the
-    /// gateway asked for them, so a walk in that order finds each at the first try.
-    pub fn get_from(&self, name: &str, cursor: &mut u32) -> Option<Value<'t>> {
+    /// The member `name` of an object, and its position among the members.
+    #[inline]
+    pub fn find(&self, name: &str) -> Option<(u32, Value<'t>)> {
+        self.members()
+            .zip(0..)
+            .find_map(|(m, ordinal)| m.key_is(name).then_some((ordinal, m)))
+    }
+
+    /// An object's member at position `ordinal`, whatever its key; `from` is a
+    /// member of this object found before (its position and tape index: it must be
+    /// a member of this object, not a value nested deeper), to step on from when it
+    /// comes first. Skipping a member costs one step, whatever its subtree.
+    pub fn member_at(&self, ordinal: u32, from: Option<(u32, u32)>) -> Option<Value<'t>> {
         let n = self.node();
         if n.kind != Kind::Object {
             return None;
         }
-        if *cursor > self.index && *cursor < n.next {
-            let guess = self.tape.at(*cursor);
-            if guess.key_is(name) {
-                *cursor = guess.node().next;
-                return Some(guess);
+        let (mut at, mut index) = match from {
+            Some((at, index)) if at <= ordinal && index > self.index && index < n.next => {
+                (at, index)
             }
+            _ => (0, self.index + 1),
+        };
+        while index < n.next {
+            if at == ordinal {
+                return Some(self.tape.at(index));
+            }
+            index = self.tape.nodes[index as usize].next;
+            at += 1;
         }
-        let found = self.get(name)?;
-        *cursor = found.node().next;
-        Some(found)
+        None
     }
 
     /// A standalone copy of this value: its text and its part of the tape, copied
@@ -540,10 +555,30 @@ mod tests {
         assert_eq!(me.get("l").unwrap().items().count(), 3);
         assert!(me.get("z").unwrap().is_null());
         assert!(me.get("missing").is_none());
-        let mut cursor = 0;
-        assert_eq!(me.get_from("id", &mut cursor).unwrap().raw(), b"\"u1\"");
-        assert_eq!(me.get_from("n", &mut cursor).unwrap().raw(), b"-1.5e3");
-        assert_eq!(me.get_from("id", &mut cursor).unwrap().raw(), b"\"u1\"");
+        let (ordinal, l) = me.find("l").unwrap();
+        assert_eq!((ordinal, l.raw()), (3, &b"[1,[],{}]"[..]));
+        assert!(me.find("missing").is_none());
+    }
+
+    #[test]
+    fn members_are_found_by_position_from_the_start_or_from_one_known() {
+        let t = tape(r#"{"a":{"x":1,"y":[2,3]},"b":[{"x":4}],"c":5}"#);
+        let root = t.root();
+        let keys = |v: Option<Value<'_>>| v.map(|v| v.key().into_owned());
+        assert_eq!(keys(root.member_at(0, None)).as_deref(), Some("a"));
+        assert_eq!(keys(root.member_at(2, None)).as_deref(), Some("c"));
+        assert_eq!(keys(root.member_at(3, None)), None);
+        let (at, b) = root.find("b").unwrap();
+        let from = Some((at, b.index()));
+        assert_eq!(keys(root.member_at(2, from)).as_deref(), Some("c"));
+        assert_eq!(keys(root.member_at(1, from)).as_deref(), Some("b"));
+        // A member known to come after the one asked for: counted from the start.
+        assert_eq!(keys(root.member_at(0, from)).as_deref(), Some("a"));
+        // An index outside the object: counted from the start.
+        assert_eq!(keys(root.member_at(2, Some((1, 0)))).as_deref(), Some("c"));
+        let inner = root.get("a").unwrap();
+        assert_eq!(keys(inner.member_at(1, None)).as_deref(), Some("y"));
+        assert!(b.member_at(0, None).is_none(), "a list has no members");
     }
 
     #[test]
@@ -610,6 +645,26 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn every_key_an_object_holds_is_found_at_its_position(value in json_value(), probe in "[a-z_]{0,6}") {
+            let text = serde_json::to_string(&value).unwrap();
+            let t = Tape::parse(Bytes::from(text)).unwrap();
+            let mut objects = vec![t.root()];
+            while let Some(v) = objects.pop() {
+                objects.extend(v.members().chain(v.items()));
+                if v.kind() != Kind::Object {
+                    continue;
+                }
+                for (ordinal, m) in v.members().enumerate() {
+                    let key = m.key();
+                    let (at, found) = v.find(&key).unwrap();
+                    prop_assert_eq!((at as usize, found.index()), (ordinal, m.index()));
+                }
+                let held = v.members().any(|m| m.key() == probe);
+                prop_assert_eq!(v.get(&probe).is_some(), held);
+            }
+        }
+
         #[test]
         fn agrees_with_serde_json(value in json_value(), pretty in any::<bool>()) {
             let text = if pretty {

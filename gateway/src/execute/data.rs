@@ -25,7 +25,7 @@ use smallvec::SmallVec;
 
 use crate::answer::tape::{Children, Kind, Tape, Value};
 use crate::fast_map::FastMap;
-use crate::plan::PathSegment;
+use crate::plan::{MemberHint, PathSegment};
 use crate::supergraph::Supergraph;
 use crate::upstream::PathItem;
 
@@ -109,6 +109,19 @@ impl Nodes {
     pub fn iter(&self) -> impl Iterator<Item = Node> + '_ {
         self.first.into_iter().chain(self.rest.iter().copied())
     }
+
+    /// Whether it holds at most one value.
+    pub fn is_single(&self) -> bool {
+        self.rest.is_empty()
+    }
+}
+
+/// A member of a view's first answer: its position among the members, and its
+/// tape index.
+#[derive(Debug, Clone, Copy)]
+pub struct Place {
+    ordinal: u32,
+    index: u32,
 }
 
 /// One step of a place in the response, its keys borrowed from the plan.
@@ -198,6 +211,7 @@ impl Data {
 
     /// The view of the objects in `nodes` (others are left out): each, then what
     /// was merged into it, recursively.
+    #[inline]
     pub fn view_of(&self, nodes: &Nodes) -> Nodes {
         if let (Some(node), true) = (nodes.first, nodes.rest.is_empty()) {
             // One object in an answer nothing was merged into: itself.
@@ -205,6 +219,10 @@ impl Data {
                 return Nodes::one(node);
             }
         }
+        self.merged_view(nodes)
+    }
+
+    fn merged_view(&self, nodes: &Nodes) -> Nodes {
         let mut view = Nodes::default();
         for node in nodes.iter() {
             if self.value(node).kind() == Kind::Object {
@@ -229,10 +247,18 @@ impl Data {
     /// Every non-null value under `key` in the objects of `view`, and whether some
     /// object had it null.
     pub fn member(&self, view: &Nodes, key: &str) -> (Nodes, bool) {
+        let (found, null, _) = self.find_member(view, key);
+        (found, null)
+    }
+
+    /// [`Data::member`], and where its value is when the view's first answer holds
+    /// it. A scalar is read from the first answer that has it, and no further.
+    fn find_member(&self, view: &Nodes, key: &str) -> (Nodes, bool, Option<Place>) {
         let mut found = Nodes::default();
         let mut null = false;
-        for node in view.iter() {
-            if let Some(v) = self.value(node).get(key) {
+        let mut place = None;
+        for (answer, node) in view.iter().enumerate() {
+            if let Some((ordinal, v)) = self.value(node).find(key) {
                 if v.is_null() {
                     null = true;
                     continue;
@@ -242,32 +268,66 @@ impl Data {
                     tape: node.tape,
                     index: v.index(),
                 });
+                if answer == 0 {
+                    place = Some(Place {
+                        ordinal,
+                        index: v.index(),
+                    });
+                }
                 if scalar && found.rest.is_empty() {
                     // The first answer's scalar is the value: no other is read.
-                    return (found, null);
+                    return (found, null, place);
                 }
             }
+        }
+        (found, null, place)
+    }
+
+    /// [`Data::member`], remembering in `hint` where the view's first answer held
+    /// the value (for [`Data::hinted_member`] next time), and leaving `cursor` there.
+    pub fn member_hinting(
+        &self,
+        view: &Nodes,
+        key: &str,
+        hint: &MemberHint,
+        cursor: &mut Option<Place>,
+    ) -> (Nodes, bool) {
+        let (found, null, place) = self.find_member(view, key);
+        hint.set(place.map(|p| p.ordinal));
+        if place.is_some() {
+            *cursor = place;
         }
         (found, null)
     }
 
-    /// [`Data::member`], trying the member after `cursor` first when the view is
-    /// one object (members usually come in the order they are read).
-    pub fn member_from(&self, view: &Nodes, key: &str, cursor: &mut u32) -> (Nodes, bool) {
-        match (view.first, view.rest.is_empty()) {
-            (Some(node), true) => match self.value(node).get_from(key, cursor) {
-                Some(v) if v.is_null() => (Nodes::default(), true),
-                Some(v) => (
-                    Nodes::one(Node {
-                        tape: node.tape,
-                        index: v.index(),
-                    }),
-                    false,
-                ),
-                None => (Nodes::default(), false),
-            },
-            _ => self.member(view, key),
+    /// The value under `key` for a field one answer of the view holds (a scalar,
+    /// read from the first answer that has it, or any field when the view is one
+    /// object), when it stands where `hint` remembers it: the member of the view's
+    /// first answer at that position, if its key is the field's and its value is
+    /// not null. Then no other answer needs reading. `cursor` is the member read
+    /// before from the same view; stepping on from it saves starting over.
+    #[inline]
+    pub fn hinted_member(
+        &self,
+        view: &Nodes,
+        key: &str,
+        hint: &MemberHint,
+        cursor: &mut Option<Place>,
+    ) -> Option<Node> {
+        let (ordinal, node) = (hint.get()?, view.first?);
+        let from = cursor.map(|c| (c.ordinal, c.index));
+        let v = self.value(node).member_at(ordinal, from)?;
+        if !v.key_is(key) || v.is_null() {
+            return None;
         }
+        *cursor = Some(Place {
+            ordinal,
+            index: v.index(),
+        });
+        Some(Node {
+            tape: node.tape,
+            index: v.index(),
+        })
     }
 
     /// The items of a merged list, in order: per item, its values (item `i` of each

@@ -38,7 +38,7 @@ use hive_router_query_planner::planner::plan_nodes::FetchRewrite;
 use hive_router_query_planner::planner::Planner as HivePlanner;
 
 pub use fields::{Conditions, DocumentView};
-pub use shape::{FieldKind, OutField, Scalar, Selection, Shape, Variant};
+pub use shape::{FieldKind, MemberHint, OutField, Scalar, Selection, Shape, Variant};
 
 use crate::supergraph::{SubgraphId, Supergraph};
 

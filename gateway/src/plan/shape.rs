@@ -8,6 +8,7 @@
 //! a [`Selection`] holds one [`Variant`] per type the position may hold, and the
 //! response writer picks the one the object's `__typename` names.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use async_graphql_parser::types::{BaseType, SelectionSet, Type};
@@ -52,6 +53,13 @@ pub struct Variant {
 pub struct OutField {
     /// The response key (alias or name).
     pub key: Box<str>,
+    /// `"key":`, as the response writes it.
+    pub key_json: Box<[u8]>,
+    /// Whether one answer holds the value: a scalar or an enum value, not a list
+    /// (objects and lists are merged from every answer at their place).
+    pub single_source: bool,
+    /// Where the writer found this field's value last time.
+    pub hint: MemberHint,
     /// `Type.field`, for errors.
     pub coordinate: Box<str>,
     /// Where the field is in the document (for errors' `locations`).
@@ -59,6 +67,60 @@ pub struct OutField {
     /// Nullability per list level, outermost first.
     pub shape: Shape,
     pub kind: FieldKind,
+}
+
+impl OutField {
+    fn new(key: &str, coordinate: Box<str>, pos: Pos, shape: Shape, kind: FieldKind) -> OutField {
+        // Response keys are GraphQL names: nothing to escape.
+        let key_json = format!("\"{key}\":").into_bytes().into_boxed_slice();
+        let single_source =
+            matches!(kind, FieldKind::Leaf(_) | FieldKind::Enum(_)) && !shape.is_list(0);
+        OutField {
+            key: key.into(),
+            key_json,
+            single_source,
+            hint: MemberHint::default(),
+            coordinate,
+            pos,
+            shape,
+            kind,
+        }
+    }
+}
+
+/// Where the response writer found a field's value the last time: its position
+/// among the members of the first answer at the object's place. The objects at one
+/// place of a response are laid out alike request after request (the same fetches,
+/// answering the same selections), so the writer reads there first, and looks
+/// further only when the key it finds there is not the field's
+/// ([`crate::execute::data::Data::hinted_member`]). Requests on other threads
+/// share the hint: it is read and written with relaxed atomics, and written only
+/// when it changes.
+#[derive(Debug)]
+pub struct MemberHint(AtomicU32);
+
+impl MemberHint {
+    /// No hint: the field was not found in a first answer.
+    const NONE: u32 = u32::MAX;
+
+    #[inline]
+    pub fn get(&self) -> Option<u32> {
+        let ordinal = self.0.load(Ordering::Relaxed);
+        (ordinal != Self::NONE).then_some(ordinal)
+    }
+
+    pub fn set(&self, ordinal: Option<u32>) {
+        let ordinal = ordinal.unwrap_or(Self::NONE);
+        if self.0.load(Ordering::Relaxed) != ordinal {
+            self.0.store(ordinal, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Default for MemberHint {
+    fn default() -> MemberHint {
+        MemberHint(AtomicU32::new(MemberHint::NONE))
+    }
 }
 
 /// What a field's value is made of.
@@ -215,13 +277,13 @@ impl<'a> Shaper<'a> {
             match m.field.name.node.as_str() {
                 name @ ("__schema" | "__type") => {
                     introspection.push(m.key);
-                    fields.push(OutField {
-                        key: m.key.into(),
-                        coordinate: format!("{root_type}.{name}").into(),
-                        pos: position(&m),
-                        shape: Shape(Box::new([name == "__type"])),
-                        kind: FieldKind::Introspection,
-                    });
+                    fields.push(OutField::new(
+                        m.key,
+                        format!("{root_type}.{name}").into(),
+                        position(&m),
+                        Shape(Box::new([name == "__type"])),
+                        FieldKind::Introspection,
+                    ));
                 }
                 _ => fields.push(self.field(root_type, &m)?),
             }
@@ -330,13 +392,13 @@ impl<'a> Shaper<'a> {
         let name = m.field.name.node.as_str();
         let coordinate: Box<str> = format!("{ty}.{name}").into();
         if name == "__typename" {
-            return Ok(OutField {
-                key: m.key.into(),
+            return Ok(OutField::new(
+                m.key,
                 coordinate,
-                pos: position(m),
-                shape: Shape(Box::new([false])),
-                kind: FieldKind::Typename,
-            });
+                position(m),
+                Shape(Box::new([false])),
+                FieldKind::Typename,
+            ));
         }
         let def = self
             .supergraph
@@ -350,13 +412,13 @@ impl<'a> Shaper<'a> {
         } else {
             FieldKind::Leaf(Scalar::of(base))
         };
-        Ok(OutField {
-            key: m.key.into(),
+        Ok(OutField::new(
+            m.key,
             coordinate,
-            pos: position(m),
-            shape: Shape::of(&def.ty),
+            position(m),
+            Shape::of(&def.ty),
             kind,
-        })
+        ))
     }
 }
 

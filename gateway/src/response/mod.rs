@@ -28,7 +28,7 @@ mod introspection;
 use async_graphql::ServerError;
 use async_graphql_parser::Pos;
 
-use crate::answer::tape::Kind;
+use crate::answer::tape::{Kind, Value};
 use crate::execute::data::{Data, Nodes};
 use crate::execute::{FoundError, Outcome};
 use crate::plan::{FieldKind, OutField, Plan, Scalar, Selection, Variant};
@@ -270,14 +270,14 @@ impl<'a> Writer<'a> {
     fn fields(&mut self, out: &mut Vec<u8>, variant: &'a Variant, view: &Nodes) -> bool {
         out.push(b'{');
         let mut ok = true;
-        // Members usually come in the order the fields are asked for: each lookup
-        // tries the member after the last one found first.
-        let mut cursor = 0u32;
+        // The member read last from the view's first answer: fields usually come in
+        // the order the answers hold them, so each is a step on from the one before.
+        let mut cursor = None;
         for (i, field) in variant.fields.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
-            key(out, &field.key);
+            out.extend_from_slice(&field.key_json);
             self.path.push(Step::Key(&field.key));
             let field_ok = match &field.kind {
                 FieldKind::Typename => {
@@ -295,7 +295,28 @@ impl<'a> Writer<'a> {
                     true
                 }
                 FieldKind::Leaf(_) | FieldKind::Enum(_) | FieldKind::Object(_) => {
-                    let (values, null) = self.data.member_from(view, &field.key, &mut cursor);
+                    let data = self.data;
+                    // A scalar is one answer's; an object or a list is merged from
+                    // every answer of a merged view that holds it.
+                    let exclusive = field.single_source || view.is_single();
+                    let hinted = match exclusive {
+                        true => data.hinted_member(view, &field.key, &field.hint, &mut cursor),
+                        false => None,
+                    };
+                    let (values, null) = match hinted {
+                        Some(node) if field.single_source => {
+                            // Where it was last time: a scalar, written as it is.
+                            let field_ok = self.scalar(out, &data.value(node), field, 0);
+                            self.path.pop();
+                            ok &= field_ok;
+                            continue;
+                        }
+                        Some(node) => (Nodes::one(node), false),
+                        None if exclusive => {
+                            data.member_hinting(view, &field.key, &field.hint, &mut cursor)
+                        }
+                        None => data.member(view, &field.key),
+                    };
                     if values.is_empty() {
                         if !null {
                             self.unexplained(
@@ -366,7 +387,30 @@ impl<'a> Writer<'a> {
             if self.object(out, selection, &view) {
                 return true;
             }
-        } else if let FieldKind::Enum(values) = &field.kind {
+        } else {
+            return self.scalar(out, &value, field, level);
+        }
+        out.truncate(start);
+        if self.count > errors_before {
+            // What nulled a field inside is reported already; the null it leaves here
+            // adds no error of its own (GraphQL reports a field error once).
+            out.extend_from_slice(b"null");
+            return field.shape.nullable(level);
+        }
+        self.null_at(out, field, level)
+    }
+
+    /// Write `value` (not null), at list level `level` of a leaf or enum `field`,
+    /// as the subgraph wrote it when it is of the type's kind. False when it is
+    /// not, and the type forbids null.
+    fn scalar(
+        &mut self,
+        out: &mut Vec<u8>,
+        value: &Value<'_>,
+        field: &'a OutField,
+        level: usize,
+    ) -> bool {
+        if let FieldKind::Enum(values) = &field.kind {
             let name = value.as_str();
             let known = name
                 .as_deref()
@@ -382,9 +426,9 @@ impl<'a> Writer<'a> {
                 return field.shape.nullable(level);
             }
             out.extend_from_slice(value.raw());
-            return true;
+            true
         } else if let FieldKind::Leaf(scalar) = &field.kind {
-            return match leaf(*scalar, &value) {
+            match leaf(*scalar, value) {
                 Leaf::AsIs => {
                     out.extend_from_slice(value.raw());
                     true
@@ -396,19 +440,11 @@ impl<'a> Writer<'a> {
                     true
                 }
                 Leaf::Wrong(expected) => self.mismatch(out, field, level, expected),
-            };
+            }
         } else {
             out.extend_from_slice(value.raw());
-            return true;
+            true
         }
-        out.truncate(start);
-        if self.count > errors_before {
-            // What nulled a field inside is reported already; the null it leaves here
-            // adds no error of its own (GraphQL reports a field error once).
-            out.extend_from_slice(b"null");
-            return field.shape.nullable(level);
-        }
-        self.null_at(out, field, level)
     }
 
     fn mismatch(
@@ -457,7 +493,7 @@ enum Leaf {
 }
 
 /// Whether `value` is a value of `scalar` (a custom scalar takes any).
-fn leaf(scalar: Scalar, value: &crate::answer::tape::Value<'_>) -> Leaf {
+fn leaf(scalar: Scalar, value: &Value<'_>) -> Leaf {
     // A JSON number without fraction or exponent, within 32 bits.
     let integer = |raw: &[u8]| {
         std::str::from_utf8(raw)

@@ -142,9 +142,15 @@ struct Members<'b> {
 fn string<'b>(raw: &'b RawValue) -> Option<Cow<'b, str>> {
     #[derive(Deserialize)]
     struct Text<'b>(#[serde(borrow)] Cow<'b, str>);
-    serde_json::from_str::<Text<'b>>(raw.get())
-        .ok()
-        .map(|t| t.0)
+    let text = raw.get();
+    // A JSON string without a backslash is its bytes between the quotes (the parser
+    // that cut out the raw value has checked it: no control characters, valid UTF-8).
+    if let Some(inner) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        if !inner.contains('\\') {
+            return Some(Cow::Borrowed(inner));
+        }
+    }
+    serde_json::from_str::<Text<'b>>(text).ok().map(|t| t.0)
 }
 
 fn is_null(raw: &RawValue) -> bool {
