@@ -399,8 +399,9 @@ impl Data {
     /// The objects at `path`, each with its view and its place in the response.
     pub fn targets<'p>(&self, path: &'p [PathSegment], supergraph: &Supergraph) -> Vec<Target<'p>> {
         let mut out = Vec::new();
-        // A place's steps: a key per segment, and an index per list on the way.
-        let mut at = Vec::with_capacity(2 * path.len());
+        // A place's steps: a key per segment, and an index per list on the way (held
+        // inline for the usual depths: no allocation but each target's own path).
+        let mut at = SmallVec::<[PathStep<'p>; 8]>::new();
         let root = self.root_view();
         self.walk(&root, path, &mut at, supergraph, &mut out);
         out
@@ -410,7 +411,7 @@ impl Data {
         &self,
         values: &Nodes,
         path: &'p [PathSegment],
-        at: &mut Vec<PathStep<'p>>,
+        at: &mut SmallVec<[PathStep<'p>; 8]>,
         supergraph: &Supergraph,
         out: &mut Vec<Target<'p>>,
     ) {
@@ -435,7 +436,7 @@ impl Data {
                 match path.first() {
                     None => out.push(Target {
                         view,
-                        path: at.clone(),
+                        path: at.to_vec(),
                     }),
                     Some(PathSegment::Field(key)) => {
                         let (child, _) = self.member(&view, key);
@@ -460,18 +461,20 @@ impl Data {
     }
 
     /// The representation of the object `view` for an entity fetch that requires
-    /// `requires` (`__typename`, key fields, `@requires` inputs), as JSON; `None`
-    /// when the object has none of the fields.
-    pub fn representation(
-        &self,
+    /// `requires` (`__typename`, key fields, `@requires` inputs), as JSON, and the
+    /// object's type as its answers name it ([`Data::typename`]); `None` when the
+    /// object has none of the fields.
+    pub fn representation<'s>(
+        &'s self,
         view: &Nodes,
         requires: &[SelectionItem],
         supergraph: &Supergraph,
-    ) -> Option<Vec<u8>> {
+    ) -> Option<(Vec<u8>, Option<Cow<'s, str>>)> {
         let mut out = Vec::with_capacity(64);
+        let named = self.typename(view, supergraph);
         // An object type's answer may come without `__typename` (the fetch that would
         // have asked for it was skipped): its requirement's type condition names it.
-        let ty = self.typename(view, supergraph).or_else(|| {
+        let ty = named.clone().or_else(|| {
             requires.iter().find_map(|i| match i {
                 SelectionItem::InlineFragment(f)
                     if supergraph.fields_of(&f.type_condition).is_some()
@@ -506,7 +509,7 @@ impl Data {
             return None;
         }
         out.push(b'}');
-        Some(out)
+        Some((out, named))
     }
 
     /// Write the members of `requires` found in `view` (an object of type `ty`);

@@ -401,7 +401,7 @@ impl<'a> Run<'a> {
                         let Some(primary) = target.view.first() else {
                             continue;
                         };
-                        let Some(mut representation) =
+                        let Some((mut representation, typename)) =
                             found
                                 .data
                                 .representation(&target.view, &group.requires, supergraph)
@@ -425,11 +425,7 @@ impl<'a> Run<'a> {
                         let at = match known {
                             Some(at) => at,
                             None => {
-                                let namespace = match found.data.typename(&target.view, supergraph)
-                                {
-                                    Some(ty) => group.namespace(&ty),
-                                    None => group.namespace(""),
-                                };
+                                let namespace = group.namespace(typename.as_deref().unwrap_or(""));
                                 if let Some(index) = &mut index {
                                     index
                                         .insert((g as u32, representation.clone()), entities.len());
