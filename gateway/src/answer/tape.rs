@@ -218,7 +218,7 @@ impl<'t> Value<'t> {
 
     /// The member `name` of an object.
     pub fn get(&self, name: &str) -> Option<Value<'t>> {
-        self.members().find(|m| m.key_is(name))
+        self.find(name).map(|(_, m)| m)
     }
 
     /// The member `name` of an object, and its position among the members.

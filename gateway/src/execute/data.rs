@@ -39,6 +39,16 @@ pub struct Node {
     pub index: u32,
 }
 
+impl Node {
+    /// The value at tape index `index` of the same answer.
+    fn at(self, index: u32) -> Node {
+        Node {
+            tape: self.tape,
+            index,
+        }
+    }
+}
+
 /// The values at one place of the response, one per answer that has one. Most
 /// places have one, a merged object a few (its root answer and an entity answer
 /// per subgraph that adds to it): up to four are held inline, so building a view
@@ -264,10 +274,7 @@ impl Data {
                     continue;
                 }
                 let scalar = !matches!(v.kind(), Kind::Object | Kind::Array);
-                found.push(Node {
-                    tape: node.tape,
-                    index: v.index(),
-                });
+                found.push(node.at(v.index()));
                 if answer == 0 {
                     place = Some(Place {
                         ordinal,
@@ -324,10 +331,7 @@ impl Data {
             ordinal,
             index: v.index(),
         });
-        Some(Node {
-            tape: node.tape,
-            index: v.index(),
-        })
+        Some(node.at(v.index()))
     }
 
     /// The items of a merged list, in order: per item, its values (item `i` of each
@@ -359,10 +363,7 @@ impl Data {
         for list in lists.iter() {
             if let Some(item) = self.value(list).items().nth(i) {
                 if !item.is_null() {
-                    out.push(Node {
-                        tape: list.tape,
-                        index: item.index(),
-                    });
+                    out.push(list.at(item.index()));
                 }
             }
         }

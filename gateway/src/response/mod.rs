@@ -29,7 +29,7 @@ use async_graphql::ServerError;
 use async_graphql_parser::Pos;
 
 use crate::answer::tape::{Kind, Value};
-use crate::execute::data::{Data, Nodes};
+use crate::execute::data::{Data, Nodes, Place};
 use crate::execute::{FoundError, Outcome};
 use crate::plan::{FieldKind, OutField, Plan, Scalar, Selection, Variant};
 use crate::server::request::RequestInput;
@@ -295,47 +295,7 @@ impl<'a> Writer<'a> {
                     true
                 }
                 FieldKind::Leaf(_) | FieldKind::Enum(_) | FieldKind::Object(_) => {
-                    let data = self.data;
-                    // A scalar is one answer's; an object or a list is merged from
-                    // every answer of a merged view that holds it.
-                    let exclusive = field.single_source || view.is_single();
-                    let hinted = match exclusive {
-                        true => data.hinted_member(view, &field.key, &field.hint, &mut cursor),
-                        false => None,
-                    };
-                    let (values, null) = match hinted {
-                        Some(node) if field.single_source => {
-                            // Where it was last time: a scalar, written as it is.
-                            let field_ok = self.scalar(out, &data.value(node), field, 0);
-                            self.path.pop();
-                            ok &= field_ok;
-                            continue;
-                        }
-                        Some(node) => (Nodes::one(node), false),
-                        None if exclusive => {
-                            data.member_hinting(view, &field.key, &field.hint, &mut cursor)
-                        }
-                        None => data.member(view, &field.key),
-                    };
-                    if values.is_empty() {
-                        if !null {
-                            self.unexplained(
-                                || {
-                                    format!(
-                                        "{} could not be resolved: no subgraph answer holds it",
-                                        field.coordinate
-                                    )
-                                },
-                                field.pos,
-                            );
-                            out.extend_from_slice(b"null");
-                            field.shape.nullable(0)
-                        } else {
-                            self.null_at(out, field, 0)
-                        }
-                    } else {
-                        self.value(out, &values, field, 0)
-                    }
+                    self.answered(out, view, field, &mut cursor)
                 }
             };
             self.path.pop();
@@ -343,6 +303,52 @@ impl<'a> Writer<'a> {
         }
         out.push(b'}');
         ok
+    }
+
+    /// Write `field`, which the subgraphs answer, of the object `view`; `cursor` is
+    /// the member read before from the view's first answer. False when it is null
+    /// where the type forbids it.
+    fn answered(
+        &mut self,
+        out: &mut Vec<u8>,
+        view: &Nodes,
+        field: &'a OutField,
+        cursor: &mut Option<Place>,
+    ) -> bool {
+        let data = self.data;
+        // A scalar is one answer's; an object or a list is merged from every answer
+        // of a merged view that holds it.
+        let exclusive = field.single_source || view.is_single();
+        let hinted = match exclusive {
+            true => data.hinted_member(view, &field.key, &field.hint, cursor),
+            false => None,
+        };
+        let (values, null) = match hinted {
+            // Where it was last time: a scalar, written as it is.
+            Some(node) if field.single_source => {
+                return self.scalar(out, &data.value(node), field, 0)
+            }
+            Some(node) => (Nodes::one(node), false),
+            None if exclusive => data.member_hinting(view, &field.key, &field.hint, cursor),
+            None => data.member(view, &field.key),
+        };
+        if !values.is_empty() {
+            return self.value(out, &values, field, 0);
+        }
+        if null {
+            return self.null_at(out, field, 0);
+        }
+        self.unexplained(
+            || {
+                format!(
+                    "{} could not be resolved: no subgraph answer holds it",
+                    field.coordinate
+                )
+            },
+            field.pos,
+        );
+        out.extend_from_slice(b"null");
+        field.shape.nullable(0)
     }
 
     /// Write the value at `values` at list level `level` of `field`'s type. False
