@@ -115,6 +115,19 @@ impl Tape {
         &self.text
     }
 
+    /// Whether the key of `n` (a node of this tape inside an object) is `name`.
+    #[inline(always)]
+    fn key_is(&self, n: &Node, name: &str) -> bool {
+        let raw = self.text.get(n.key_start as usize..n.key_end as usize);
+        let Some(raw) = raw else { return false };
+        if n.key_escaped {
+            return decode_key(raw) == name;
+        }
+        // Most keys differ in length from the one looked for: no bytes are read
+        // then. Keys are short: compared here byte by byte, not by a call to memcmp.
+        raw.len() == name.len() && raw.iter().zip(name.as_bytes()).all(|(a, b)| a == b)
+    }
+
     /// Heap bytes held (text and tape), for weighing cache entries.
     pub fn heap_size(&self) -> usize {
         self.text.len() + self.nodes.capacity() * std::mem::size_of::<Node>()
@@ -182,14 +195,7 @@ impl<'t> Value<'t> {
     /// Whether this value's key in its parent object is `name`.
     #[inline]
     pub fn key_is(&self, name: &str) -> bool {
-        let n = self.node();
-        if n.key_escaped {
-            let raw = &self.tape.text[n.key_start as usize..n.key_end as usize];
-            return decode_key(raw) == name;
-        }
-        // Most keys differ in length from the one looked for: no bytes are read then.
-        (n.key_end - n.key_start) as usize == name.len()
-            && &self.tape.text[n.key_start as usize..n.key_end as usize] == name.as_bytes()
+        self.tape.key_is(self.node(), name)
     }
 
     /// An object's members, in order; nothing for other kinds.
@@ -224,9 +230,22 @@ impl<'t> Value<'t> {
     /// The member `name` of an object, and its position among the members.
     #[inline]
     pub fn find(&self, name: &str) -> Option<(u32, Value<'t>)> {
-        self.members()
-            .zip(0..)
-            .find_map(|(m, ordinal)| m.key_is(name).then_some((ordinal, m)))
+        // A loop over the nodes themselves: this is the gateway's most frequent read.
+        let nodes = &self.tape.nodes;
+        let n = nodes.get(self.index as usize)?;
+        if n.kind != Kind::Object {
+            return None;
+        }
+        let (mut index, mut ordinal) = (self.index + 1, 0);
+        while index < n.next {
+            let member = nodes.get(index as usize)?;
+            if self.tape.key_is(member, name) {
+                return Some((ordinal, self.tape.at(index)));
+            }
+            index = member.next;
+            ordinal += 1;
+        }
+        None
     }
 
     /// An object's member at position `ordinal`, whatever its key; `from` is a

@@ -43,6 +43,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 
 use crate::answer::piece::Piece;
 use crate::caching::{Call, ResolverCache};
@@ -142,7 +143,8 @@ struct Entity<'p> {
     item: Item,
     /// Its cache namespace (by its type).
     namespace: &'p Arc<str>,
-    targets: Vec<(Node, Vec<PathStep<'p>>)>,
+    /// The objects it is for (most entities are for one: held inline).
+    targets: SmallVec<[(Node, Vec<PathStep<'p>>); 1]>,
 }
 
 impl Executor {
@@ -290,7 +292,7 @@ impl<'a> Run<'a> {
             if let Some(piece) =
                 cache.hit_at(call, self.plan.origin, now, || self.refetch(id, Vec::new()))
             {
-                self.record_root(fetch, root, Ok(piece));
+                self.record_root(id, fetch, root, Ok(piece));
                 return None;
             }
         }
@@ -311,11 +313,17 @@ impl<'a> Run<'a> {
             if let (true, Some(cache), Ok(piece)) = (fetch.mutation, cache, &piece) {
                 cache.after_mutation(&root.namespace, piece).await;
             }
-            self.record_root(fetch, root, piece);
+            self.record_root(id, fetch, root, piece);
         }))
     }
 
-    fn record_root(&self, fetch: &Fetch, root: &RootFetch, piece: Result<Piece, FetchError>) {
+    fn record_root(
+        &self,
+        id: FetchId,
+        fetch: &Fetch,
+        root: &RootFetch,
+        piece: Result<Piece, FetchError>,
+    ) {
         let supergraph = &*self.executor.supergraph;
         let mut found = self.found.lock();
         let piece = match piece {
@@ -329,7 +337,7 @@ impl<'a> Run<'a> {
                         }
                     }
                     Some(at) => {
-                        for t in found.data.targets(at, supergraph) {
+                        for t in found.data.targets(at, &self.plan.root_sources, supergraph) {
                             found.fail(owned_path(&t.path), message.clone());
                         }
                     }
@@ -364,10 +372,10 @@ impl<'a> Run<'a> {
                     }
                 }
                 let tape = found.data.add_tape(piece.tape().clone());
-                found.data.add_root(Node { tape, index });
+                found.data.add_root(id, Node { tape, index });
             }
             Some(at) => {
-                let targets = found.data.targets(at, supergraph);
+                let targets = found.data.targets(at, &self.plan.root_sources, supergraph);
                 let tape = found.data.add_tape(piece.tape().clone());
                 for t in targets {
                     found.note(&piece, &t.path);
@@ -389,7 +397,7 @@ impl<'a> Run<'a> {
         now: Instant,
     ) -> Option<Boxed<'s>> {
         let supergraph = &*self.executor.supergraph;
-        let mut entities: Vec<Entity<'a>> = Vec::new();
+        let mut entities: Vec<Entity<'a>> = Vec::with_capacity(4);
         {
             let found = self.found.lock();
             // Distinct representations per group: most fetches have one object, so
@@ -397,7 +405,10 @@ impl<'a> Run<'a> {
             let mut index: Option<FastMap<(u32, Bytes), usize>> = None;
             for (g, group) in groups.iter().enumerate() {
                 for path in &group.paths {
-                    for target in found.data.targets(path, supergraph) {
+                    for target in found
+                        .data
+                        .targets(path, &self.plan.root_sources, supergraph)
+                    {
                         let Some(primary) = target.view.first() else {
                             continue;
                         };
@@ -450,7 +461,7 @@ impl<'a> Run<'a> {
                                         representation,
                                     },
                                     namespace,
-                                    targets: Vec::new(),
+                                    targets: SmallVec::new(),
                                 });
                                 entities.len() - 1
                             }

@@ -40,7 +40,7 @@ use super::operation::{
 use super::shape::Shaper;
 use super::{
     DocumentView, EntityGroup, Fetch, FetchId, FetchKind, PathSegment, Plan, PlanError, Planner,
-    RootFetch, Step, PLANNING_TIMEOUT,
+    RootFetch, RootSources, Step, PLANNING_TIMEOUT,
 };
 use crate::supergraph::{SubgraphId, Supergraph};
 
@@ -93,6 +93,7 @@ pub fn compile(
         mutation,
         root,
         steps,
+        root_sources: RootSources::of(&builder.fetches),
         fetches: builder.fetches,
         introspection,
         heap_size: 0,

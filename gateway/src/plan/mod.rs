@@ -65,11 +65,60 @@ pub struct Plan {
     /// (`__typename`, introspection).
     pub steps: Option<Step>,
     pub fetches: Vec<Fetch>,
+    /// Which root fetch answers each root field, where one alone does.
+    pub root_sources: RootSources,
     /// The root fields async-graphql answers (`__schema`, `__type`), as a document of
     /// their own.
     pub introspection: Option<Arc<ExecutableDocument>>,
     /// Estimated heap bytes, for the document cache's weigher.
     pub heap_size: usize,
+}
+
+/// The root fetch that alone answers each of a plan's root fields (its response
+/// key), so that the root field is read from that one answer, not looked for in
+/// every root answer. A root field that two root fetches answer has none (its
+/// answers are merged), and a plan that may merge an answer into the root object
+/// itself has none at all.
+#[derive(Debug, Default)]
+pub struct RootSources(Vec<(Box<str>, Option<FetchId>)>);
+
+impl RootSources {
+    /// The sources of `fetches`' root fields.
+    fn of(fetches: &[Fetch]) -> RootSources {
+        let mut sources: Vec<(Box<str>, Option<FetchId>)> = Vec::new();
+        for (id, fetch) in fetches.iter().enumerate() {
+            let at_root =
+                |path: &[PathSegment]| path.iter().all(|s| matches!(s, PathSegment::Types(_)));
+            match &fetch.kind {
+                FetchKind::Root(root) => match &root.at {
+                    None => {
+                        for key in &root.keys {
+                            match sources.iter_mut().find(|(k, _)| k == key) {
+                                Some((_, source)) => *source = None,
+                                None => sources.push((key.clone(), Some(id as FetchId))),
+                            }
+                        }
+                    }
+                    Some(at) if at_root(at) => return RootSources::default(),
+                    Some(_) => {}
+                },
+                FetchKind::Entities(groups) => {
+                    if groups.iter().any(|g| g.paths.iter().any(|p| at_root(p))) {
+                        return RootSources::default();
+                    }
+                }
+            }
+        }
+        RootSources(sources)
+    }
+
+    /// The one root fetch that answers the root field `key`, if one alone does.
+    pub fn get(&self, key: &str) -> Option<FetchId> {
+        self.0
+            .iter()
+            .find(|(k, _)| &**k == key)
+            .and_then(|(_, f)| *f)
+    }
 }
 
 /// The order of the fetches.

@@ -111,6 +111,15 @@ enum Explanation<'a> {
     Failed(&'a str),
 }
 
+/// The object whose fields [`Writer::fields`] writes.
+#[derive(Clone, Copy)]
+enum Object<'v> {
+    /// The response's root: each field is read from the root answers that hold it.
+    Root,
+    /// Any other object: its view.
+    View(&'v Nodes),
+}
+
 /// One step of a response path.
 #[derive(Clone, Copy)]
 enum Step<'a> {
@@ -215,8 +224,7 @@ impl<'a> Writer<'a> {
             out.extend_from_slice(b"null");
             return false;
         };
-        let view = self.data.root_view();
-        self.fields(out, variant, &view)
+        self.fields(out, variant, Object::Root)
     }
 
     /// Write the object `view` with `selection`. False when a non-null field is
@@ -264,10 +272,10 @@ impl<'a> Writer<'a> {
                 return false;
             }
         };
-        self.fields(out, variant, view)
+        self.fields(out, variant, Object::View(view))
     }
 
-    fn fields(&mut self, out: &mut Vec<u8>, variant: &'a Variant, view: &Nodes) -> bool {
+    fn fields(&mut self, out: &mut Vec<u8>, variant: &'a Variant, object: Object<'_>) -> bool {
         out.push(b'{');
         let mut ok = true;
         // The member read last from the view's first answer: fields usually come in
@@ -294,9 +302,15 @@ impl<'a> Writer<'a> {
                     );
                     true
                 }
-                FieldKind::Leaf(_) | FieldKind::Enum(_) | FieldKind::Object(_) => {
-                    self.answered(out, view, field, &mut cursor)
-                }
+                FieldKind::Leaf(_) | FieldKind::Enum(_) | FieldKind::Object(_) => match object {
+                    Object::View(view) => self.answered(out, view, field, &mut cursor),
+                    Object::Root => {
+                        // Each root field from the root answers that hold it.
+                        let data = self.data;
+                        let answers = data.root_answers(&self.plan.root_sources, &field.key);
+                        self.answered(out, &data.view_of(&answers), field, &mut None)
+                    }
+                },
             };
             self.path.pop();
             ok &= field_ok;

@@ -20,14 +20,15 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use hive_router_query_planner::ast::selection_item::SelectionItem;
 use smallvec::SmallVec;
 
 use crate::answer::tape::{Children, Kind, Tape, Value};
 use crate::fast_map::FastMap;
-use crate::plan::{MemberHint, PathSegment};
+use crate::plan::{FetchId, MemberHint, PathSegment, RootSources};
 use crate::supergraph::Supergraph;
 use crate::upstream::PathItem;
+
+mod representation;
 
 /// Index of a tape in [`Data`].
 pub type TapeId = u32;
@@ -162,11 +163,36 @@ pub struct Target<'p> {
 pub struct Data {
     tapes: Vec<Arc<Tape>>,
     roots: Nodes,
+    /// Each root answer with the fetch it answers.
+    root_of: SmallVec<[(FetchId, Node); 4]>,
     /// Per object, the entity answers merged into it, in order.
     merges: FastMap<Node, Nodes>,
-    /// Per tape, whether some object of it has answers merged into it (objects of
-    /// other tapes need no look-up in `merges`).
-    merged_into: Vec<bool>,
+    /// Per tape, the span of its objects that have answers merged into them (objects
+    /// outside it need no look-up in `merges`).
+    merged_into: Vec<Span>,
+}
+
+/// The tape indices from `low` to `high`, both included; empty when `low > high`.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    low: u32,
+    high: u32,
+}
+
+impl Span {
+    const EMPTY: Span = Span {
+        low: u32::MAX,
+        high: 0,
+    };
+
+    fn add(&mut self, index: u32) {
+        self.low = self.low.min(index);
+        self.high = self.high.max(index);
+    }
+
+    fn contains(&self, index: u32) -> bool {
+        self.low <= index && index <= self.high
+    }
 }
 
 impl Data {
@@ -195,18 +221,32 @@ impl Data {
             }
         }
         self.tapes.push(tape);
-        self.merged_into.push(false);
+        self.merged_into.push(Span::EMPTY);
         (self.tapes.len() - 1) as TapeId
     }
 
-    /// A root fetch's `data` object.
-    pub fn add_root(&mut self, node: Node) {
+    /// The `data` object of the root fetch `fetch`.
+    pub fn add_root(&mut self, fetch: FetchId, node: Node) {
         self.roots.push(node);
+        self.root_of.push((fetch, node));
+    }
+
+    /// The root answers that hold the root field `key`: the one of the fetch that
+    /// alone answers it ([`RootSources`]; none when that fetch has no answer), or
+    /// every root answer.
+    pub fn root_answers(&self, sources: &RootSources, key: &str) -> Nodes {
+        let Some(fetch) = sources.get(key) else {
+            return self.roots.clone();
+        };
+        match self.root_of.iter().find(|(f, _)| *f == fetch) {
+            Some((_, node)) => Nodes::one(*node),
+            None => Nodes::default(),
+        }
     }
 
     /// An entity answer for the object `target`.
     pub fn merge(&mut self, target: Node, answer: Node) {
-        self.merged_into[target.tape as usize] = true;
+        self.merged_into[target.tape as usize].add(target.index);
         self.merges.entry(target).or_default().push(answer);
     }
 
@@ -225,11 +265,19 @@ impl Data {
     pub fn view_of(&self, nodes: &Nodes) -> Nodes {
         if let (Some(node), true) = (nodes.first, nodes.rest.is_empty()) {
             // One object in an answer nothing was merged into: itself.
-            if !self.merged_into[node.tape as usize] {
+            if !self.is_merged_into(node) {
                 return Nodes::one(node);
             }
         }
         self.merged_view(nodes)
+    }
+
+    /// Whether `node` may have answers merged into it (false means it has none).
+    #[inline]
+    fn is_merged_into(&self, node: Node) -> bool {
+        self.merged_into
+            .get(node.tape as usize)
+            .is_some_and(|span| span.contains(node.index))
     }
 
     fn merged_view(&self, nodes: &Nodes) -> Nodes {
@@ -244,7 +292,7 @@ impl Data {
 
     fn expand(&self, node: Node, out: &mut Nodes, depth: usize) {
         out.push(node);
-        if depth > 64 || !self.merged_into[node.tape as usize] {
+        if depth > 64 || !self.is_merged_into(node) {
             return;
         }
         if let Some(merged) = self.merges.get(&node) {
@@ -267,21 +315,33 @@ impl Data {
         let mut found = Nodes::default();
         let mut null = false;
         let mut place = None;
-        for (answer, node) in view.iter().enumerate() {
-            if let Some((ordinal, v)) = self.value(node).find(key) {
+        let Some(first) = view.first else {
+            return (found, null, place);
+        };
+        if let Some((ordinal, v)) = self.value(first).find(key) {
+            if v.is_null() {
+                null = true;
+            } else {
+                place = Some(Place {
+                    ordinal,
+                    index: v.index(),
+                });
+                found.first = Some(first.at(v.index()));
+                if !matches!(v.kind(), Kind::Object | Kind::Array) {
+                    // The first answer's scalar is the value: no other is read.
+                    return (found, null, place);
+                }
+            }
+        }
+        for &node in &view.rest {
+            if let Some((_, v)) = self.value(node).find(key) {
                 if v.is_null() {
                     null = true;
                     continue;
                 }
                 let scalar = !matches!(v.kind(), Kind::Object | Kind::Array);
                 found.push(node.at(v.index()));
-                if answer == 0 {
-                    place = Some(Place {
-                        ordinal,
-                        index: v.index(),
-                    });
-                }
-                if scalar && found.rest.is_empty() {
+                if scalar && found.is_single() {
                     // The first answer's scalar is the value: no other is read.
                     return (found, null, place);
                 }
@@ -397,13 +457,22 @@ impl Data {
         }
     }
 
-    /// The objects at `path`, each with its view and its place in the response.
-    pub fn targets<'p>(&self, path: &'p [PathSegment], supergraph: &Supergraph) -> Vec<Target<'p>> {
-        let mut out = Vec::new();
+    /// The objects at `path`, each with its view and its place in the response
+    /// (`sources` says which root answer holds a root field).
+    pub fn targets<'p>(
+        &self,
+        path: &'p [PathSegment],
+        sources: &RootSources,
+        supergraph: &Supergraph,
+    ) -> SmallVec<[Target<'p>; 1]> {
+        let mut out = SmallVec::new();
         // A place's steps: a key per segment, and an index per list on the way (held
         // inline for the usual depths: no allocation but each target's own path).
         let mut at = SmallVec::<[PathStep<'p>; 8]>::new();
-        let root = self.root_view();
+        let root = match path.first() {
+            Some(PathSegment::Field(key)) => self.root_answers(sources, key),
+            _ => self.root_view(),
+        };
         self.walk(&root, path, &mut at, supergraph, &mut out);
         out
     }
@@ -414,7 +483,7 @@ impl Data {
         path: &'p [PathSegment],
         at: &mut SmallVec<[PathStep<'p>; 8]>,
         supergraph: &Supergraph,
-        out: &mut Vec<Target<'p>>,
+        out: &mut SmallVec<[Target<'p>; 1]>,
     ) {
         let Some(first) = values.first() else {
             return;
@@ -458,179 +527,6 @@ impl Data {
                 }
             }
             _ => {}
-        }
-    }
-
-    /// The representation of the object `view` for an entity fetch that requires
-    /// `requires` (`__typename`, key fields, `@requires` inputs), as JSON, and the
-    /// object's type as its answers name it ([`Data::typename`]); `None` when the
-    /// object has none of the fields.
-    pub fn representation<'s>(
-        &'s self,
-        view: &Nodes,
-        requires: &[SelectionItem],
-        supergraph: &Supergraph,
-    ) -> Option<(Vec<u8>, Option<Cow<'s, str>>)> {
-        let mut out = Vec::with_capacity(64);
-        let named = self.typename(view, supergraph);
-        // An object type's answer may come without `__typename` (the fetch that would
-        // have asked for it was skipped): its requirement's type condition names it.
-        let ty = named.clone().or_else(|| {
-            requires.iter().find_map(|i| match i {
-                SelectionItem::InlineFragment(f)
-                    if supergraph.fields_of(&f.type_condition).is_some()
-                        && !supergraph.is_abstract(&f.type_condition) =>
-                {
-                    Some(Cow::Borrowed(f.type_condition.as_str()))
-                }
-                _ => None,
-            })
-        });
-        out.push(b'{');
-        let mut first = true;
-        if let Some(t) = &ty {
-            out.extend_from_slice(b"\"__typename\":");
-            let _ = serde_json::to_writer(&mut out, t.as_ref());
-            first = false;
-        }
-        let mut wrote = false;
-        self.project(
-            view,
-            requires,
-            ty.as_deref(),
-            supergraph,
-            &mut out,
-            &mut first,
-            &mut wrote,
-        );
-        let only_typename = requires
-            .iter()
-            .all(|i| matches!(i, SelectionItem::Field(f) if f.name == "__typename"));
-        if !(wrote || only_typename && ty.is_some()) {
-            return None;
-        }
-        out.push(b'}');
-        Some((out, named))
-    }
-
-    /// Write the members of `requires` found in `view` (an object of type `ty`);
-    /// `first` says whether the object has no member yet, `wrote` is set when one
-    /// is written.
-    #[allow(clippy::too_many_arguments)]
-    fn project(
-        &self,
-        view: &Nodes,
-        requires: &[SelectionItem],
-        ty: Option<&str>,
-        supergraph: &Supergraph,
-        out: &mut Vec<u8>,
-        first: &mut bool,
-        wrote: &mut bool,
-    ) {
-        for item in requires {
-            match item {
-                SelectionItem::Field(f) => {
-                    if f.name == "__typename" {
-                        continue;
-                    }
-                    let key = f.selection_identifier();
-                    let (mut values, mut null) = self.member(view, &f.name);
-                    if values.is_empty() && !null && key != f.name {
-                        (values, null) = self.member(view, key);
-                    }
-                    if values.is_empty() && !null {
-                        continue;
-                    }
-                    let before = out.len();
-                    if !*first {
-                        out.push(b',');
-                    }
-                    let _ = serde_json::to_writer(&mut *out, key);
-                    out.push(b':');
-                    if values.is_empty() {
-                        out.extend_from_slice(b"null");
-                    } else if !self.projected(&values, &f.selections.items, supergraph, out) {
-                        out.truncate(before);
-                        continue;
-                    }
-                    *first = false;
-                    *wrote = true;
-                }
-                SelectionItem::InlineFragment(i) => {
-                    let applies = ty.is_none_or(|t| {
-                        supergraph.satisfies(t, &i.type_condition)
-                            || supergraph.satisfies(&i.type_condition, t)
-                    });
-                    if applies {
-                        self.project(view, &i.selections.items, ty, supergraph, out, first, wrote);
-                    }
-                }
-                // The planner writes requirements without fragment spreads.
-                SelectionItem::FragmentSpread(_) => {}
-            }
-        }
-    }
-
-    /// Write the value at `values` projected onto `selection` (as it is, for a
-    /// leaf); false when nothing of it could be written.
-    fn projected(
-        &self,
-        values: &Nodes,
-        selection: &[SelectionItem],
-        supergraph: &Supergraph,
-        out: &mut Vec<u8>,
-    ) -> bool {
-        let Some(first) = values.first() else {
-            out.extend_from_slice(b"null");
-            return true;
-        };
-        let value = self.value(first);
-        match value.kind() {
-            Kind::Array => {
-                out.push(b'[');
-                for (i, item) in self.elements(values).enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    if !self.projected(&item, selection, supergraph, out) {
-                        out.extend_from_slice(b"null");
-                    }
-                }
-                out.push(b']');
-                true
-            }
-            Kind::Object if !selection.is_empty() => {
-                let view = self.view_of(values);
-                let ty = self.typename(&view, supergraph);
-                let start = out.len();
-                out.push(b'{');
-                let mut first = true;
-                if let Some(t) = &ty {
-                    out.extend_from_slice(b"\"__typename\":");
-                    let _ = serde_json::to_writer(&mut *out, t.as_ref());
-                    first = false;
-                }
-                let mut wrote = false;
-                self.project(
-                    &view,
-                    selection,
-                    ty.as_deref(),
-                    supergraph,
-                    out,
-                    &mut first,
-                    &mut wrote,
-                );
-                if !wrote {
-                    out.truncate(start);
-                    return false;
-                }
-                out.push(b'}');
-                true
-            }
-            _ => {
-                out.extend_from_slice(value.raw());
-                true
-            }
         }
     }
 }
