@@ -125,7 +125,7 @@ impl Tape {
         }
         // Most keys differ in length from the one looked for: no bytes are read
         // then. Keys are short: compared here byte by byte, not by a call to memcmp.
-        raw.len() == name.len() && raw.iter().zip(name.as_bytes()).all(|(a, b)| a == b)
+        same_bytes(raw, name.as_bytes())
     }
 
     /// Heap bytes held (text and tape), for weighing cache entries.
@@ -253,7 +253,28 @@ impl<'t> Value<'t> {
     /// a member of this object, not a value nested deeper), to step on from when it
     /// comes first. Skipping a member costs one step, whatever its subtree.
     pub fn member_at(&self, ordinal: u32, from: Option<(u32, u32)>) -> Option<Value<'t>> {
-        let n = self.node();
+        self.member_node(ordinal, from)
+            .map(|(index, _)| self.tape.at(index))
+    }
+
+    /// [`Value::member_at`] when that member's key is `name` and its value is not
+    /// null; `None` otherwise.
+    #[inline]
+    pub fn named_member_at(
+        &self,
+        ordinal: u32,
+        from: Option<(u32, u32)>,
+        name: &str,
+    ) -> Option<Value<'t>> {
+        let (index, member) = self.member_node(ordinal, from)?;
+        (member.kind != Kind::Null && self.tape.key_is(member, name)).then(|| self.tape.at(index))
+    }
+
+    /// The member at `ordinal` (see [`Value::member_at`]): its tape index and node.
+    #[inline]
+    fn member_node(&self, ordinal: u32, from: Option<(u32, u32)>) -> Option<(u32, &'t Node)> {
+        let nodes = &self.tape.nodes;
+        let n = nodes.get(self.index as usize)?;
         if n.kind != Kind::Object {
             return None;
         }
@@ -264,10 +285,11 @@ impl<'t> Value<'t> {
             _ => (0, self.index + 1),
         };
         while index < n.next {
+            let member = nodes.get(index as usize)?;
             if at == ordinal {
-                return Some(self.tape.at(index));
+                return Some((index, member));
             }
-            index = self.tape.nodes[index as usize].next;
+            index = member.next;
             at += 1;
         }
         None
@@ -316,6 +338,28 @@ impl<'t> Iterator for Children<'t> {
         let value = self.tape.at(self.next);
         self.next = value.node().next;
         Some(value)
+    }
+}
+
+/// Whether `a` and `b` hold the same bytes. Lengths are compared first (most keys
+/// looked at differ in length from the one looked for). Keys are short: up to 16
+/// bytes are compared as two words that overlap (or, below 4, byte by byte), with no
+/// call to memcmp.
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    fn word<const N: usize>(s: &[u8], at: usize) -> Option<[u8; N]> {
+        s.get(at..at + N).and_then(|w| w.try_into().ok())
+    }
+    let n = a.len();
+    if b.len() != n {
+        return false;
+    }
+    match n {
+        0 => true,
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=7 => word::<4>(a, 0) == word::<4>(b, 0) && word::<4>(a, n - 4) == word::<4>(b, n - 4),
+        8..=16 => word::<8>(a, 0) == word::<8>(b, 0) && word::<8>(a, n - 8) == word::<8>(b, n - 8),
+        _ => a == b,
     }
 }
 
@@ -559,6 +603,23 @@ mod tests {
             ),
             Kind::Array => serde_json::Value::Array(v.items().map(to_json).collect()),
             _ => serde_json::from_slice(v.raw()).unwrap(),
+        }
+    }
+
+    proptest! {
+        /// Short-key comparison agrees with `==` at every length up to past 16, for
+        /// equal strings and for strings that differ in any one byte.
+        #[test]
+        fn same_bytes_is_equality(a in proptest::collection::vec(any::<u8>(), 0..24), at in any::<usize>(), flip in 1u8..) {
+            let mut b = a.clone();
+            prop_assert!(same_bytes(&a, &b));
+            if !b.is_empty() {
+                let i = at % b.len();
+                b[i] ^= flip;
+                prop_assert!(!same_bytes(&a, &b));
+            }
+            b.push(0);
+            prop_assert_eq!(same_bytes(&a, &b), false);
         }
     }
 

@@ -286,6 +286,11 @@ impl<'a> Writer<'a> {
                 out.push(b',');
             }
             out.extend_from_slice(&field.key_json);
+            if let Object::View(view) = object {
+                if self.hinted_leaf(out, view, field, &mut cursor) {
+                    continue;
+                }
+            }
             self.path.push(Step::Key(&field.key));
             let field_ok = match &field.kind {
                 FieldKind::Typename => {
@@ -317,6 +322,32 @@ impl<'a> Writer<'a> {
         }
         out.push(b'}');
         ok
+    }
+
+    /// Write the leaf `field` of the object `view` when it stands where its hint says
+    /// and is of its scalar's kind as it is (the usual case: no path, no error, no
+    /// view to build); false, having written nothing, when it is not.
+    #[inline]
+    fn hinted_leaf(
+        &self,
+        out: &mut Vec<u8>,
+        view: &Nodes,
+        field: &OutField,
+        cursor: &mut Option<Place>,
+    ) -> bool {
+        let (FieldKind::Leaf(scalar), true) = (&field.kind, field.single_source) else {
+            return false;
+        };
+        let data = self.data;
+        let Some(node) = data.hinted_member(view, &field.key, &field.hint, cursor) else {
+            return false;
+        };
+        let value = data.value(node);
+        if !matches!(leaf(*scalar, &value), Leaf::AsIs) {
+            return false;
+        }
+        out.extend_from_slice(value.raw());
+        true
     }
 
     /// Write `field`, which the subgraphs answer, of the object `view`; `cursor` is

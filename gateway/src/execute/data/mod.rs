@@ -383,10 +383,7 @@ impl Data {
     ) -> Option<Node> {
         let (ordinal, node) = (hint.get()?, view.first?);
         let from = cursor.map(|c| (c.ordinal, c.index));
-        let v = self.value(node).member_at(ordinal, from)?;
-        if !v.key_is(key) || v.is_null() {
-            return None;
-        }
+        let v = self.value(node).named_member_at(ordinal, from, key)?;
         *cursor = Some(Place {
             ordinal,
             index: v.index(),
