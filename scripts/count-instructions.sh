@@ -13,6 +13,12 @@
 # first two gateways.
 #   scripts/count-instructions.sh NAME=GATEWAY [NAME=GATEWAY ...]
 #   N=3000 FLAGS="--ttl 10" scripts/count-instructions.sh after=target/release/gateway before=/path/to/old/gateway
+# With CACHE_SIM=1, callgrind also simulates the caches and the branch predictor
+# (--cache-sim=yes --branch-sim=yes), and a second table gives per request the L1
+# instruction and data misses and the mispredicted branches: why two builds can differ
+# in CPU time by more than their instructions do. The simulation models valgrind's
+# default caches (32 KiB L1s), not this machine's, so compare builds with it, never
+# read it as the machine's own counts. It makes the run about twice as slow.
 # Output: results/<stamp>-instructions/summary.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,12 +44,14 @@ load() { # url requests
     --connections 4 --threads 1 --requests "$2" --json --no-progress > "$work/load.json"
   python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); e = sum(r["errors"].values()); sys.exit("%d errors in %d requests" % (e, r["requests"]) if e else 0)' "$work/load.json"
 }
+simulate=""
+[ "${CACHE_SIM:-0}" = 1 ] && simulate="--cache-sim=yes --branch-sim=yes"
 names=()
 for spec in "$@"; do
   name=${spec%%=*}; gateway=${spec#*=}; names+=("$name")
   gp=$(port)
   # shellcheck disable=SC2086
-  valgrind --tool=callgrind --callgrind-out-file="$work/$name.%p" "$gateway" --listen 127.0.0.1:$gp \
+  valgrind --tool=callgrind $simulate --callgrind-out-file="$work/$name.%p" "$gateway" --listen 127.0.0.1:$gp \
     --subgraph user=http://127.0.0.1:$up/graphql --subgraph post=http://127.0.0.1:$pp/graphql \
     --worker-threads 1 $flags >/dev/null 2>&1 & g=$!; pids+=($g)
   wait_up "http://127.0.0.1:$gp/health" 600 # valgrind starts it slowly
@@ -103,6 +111,25 @@ for name in names:
     write = sum(v for c, v in under_handle.items() if c in ("gateway::pipeline::produce", "gateway::response::write"))
     data[name] = own
     print(f"| {name} | {total / n:,.0f} | {execute / n:,.0f} | {write / n:,.0f} | {(handle - execute - write) / n:,.0f} | {(total - handle) / n:,.0f} |")
+sims = {}
+for name in names:
+    events = summary = None
+    for line in open(f"{work}/{name}.out"):
+        if line.startswith("events:"):
+            events = line.split()[1:]
+        elif line.startswith("summary:"):
+            summary = [int(v) for v in line.split()[1:]]
+    if events and summary and "I1mr" in events:
+        sims[name] = dict(zip(events, summary))
+if sims:
+    print()
+    print("Simulated per request (valgrind's default caches, not this machine's):")
+    print()
+    print("| gateway | L1 instruction misses | L1 data read misses | L1 data write misses | mispredicted conditional branches | mispredicted indirect branches |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, e in sims.items():
+        cells = " | ".join(f"{e.get(k, 0) / n:,.0f}" for k in ("I1mr", "D1mr", "D1mw", "Bcm", "Bim"))
+        print(f"| {name} | {cells} |")
 if len(names) >= 2:
     a, b = names[0], names[1]
     print()

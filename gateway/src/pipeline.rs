@@ -199,11 +199,10 @@ pub async fn handle(
         Ok(op) => op,
         Err(e) if fresh => {
             // async-graphql's validation errors come first, as they would have.
-            if let Err(errors) = app
+            let validation = app
                 .validator
-                .validate(text, &entry.doc, operation_name, &variables)
-                .await
-            {
+                .validate(text, &entry.doc, operation_name, &variables);
+            if let Err(errors) = Box::pin(validation).await {
                 return not_executed(errors, media, &app.metrics, started);
             }
             return not_executed(vec![e], media, &app.metrics, started);
@@ -224,11 +223,13 @@ pub async fn handle(
         }
     }
     if fresh {
-        if let Err(errors) = app
+        // async-graphql's validation runs once per new document; its future is large,
+        // so it is boxed rather than held in this one, which every request builds and
+        // moves whole (the same for the request strategy's work below).
+        let validation = app
             .validator
-            .validate(text, &entry.doc, operation_name, &variables)
-            .await
-        {
+            .validate(text, &entry.doc, operation_name, &variables);
+        if let Err(errors) = Box::pin(validation).await {
             return not_executed(errors, media, &app.metrics, started);
         }
     }
@@ -271,6 +272,7 @@ pub async fn handle(
                         let outcome = executor.run(&plan, &shared).await;
                         produce(&executor, &plan, &outcome, &shared, references)
                     });
+                    let work = Box::pin(work);
                     match tokio::time::timeout(app.limits.request_timeout, work).await {
                         Ok(Ok(answer)) => answer,
                         Ok(Err(message)) => {
@@ -300,7 +302,7 @@ pub async fn handle(
             if let Some(requests) = mutated {
                 // The stored answers written from an entity the mutation returned go
                 // before its response does.
-                requests.after_mutation(produced.references).await;
+                Box::pin(requests.after_mutation(produced.references)).await;
             }
             produced.answer
         }

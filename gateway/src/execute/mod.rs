@@ -170,13 +170,14 @@ impl Executor {
                 pending.await;
             }
         };
+        // async-graphql answers introspection; its future is large and rarely needed,
+        // so it is boxed rather than held in this one.
         let introspection = async {
             match &plan.introspection {
-                Some(doc) => Some(
-                    self.validator
-                        .introspect(doc, &input.graphql_variables)
-                        .await,
-                ),
+                Some(doc) => {
+                    let answer = self.validator.introspect(doc, &input.graphql_variables);
+                    Some(Box::pin(answer).await)
+                }
                 None => None,
             }
         };
