@@ -104,10 +104,13 @@ for name in names:
     total = sum(own.values())
     handle = sum(v for (caller, c), v in calls.items()
                  if c == "gateway::pipeline::handle::{{closure}}" and caller != c)
-    # What the request pipeline calls: the plan's execution is the pinned future it
-    # polls; the response, `produce` (or `response::write` in builds before it).
+    # What the request pipeline calls: the plan's execution is the future it polls
+    # (`Executor::run`'s, or in older builds the pinned future's `poll` the compiler
+    # left between); the response, `produce` (or `response::write` in builds before it).
     under_handle = {c: v for (caller, c), v in calls.items() if caller == "gateway::pipeline::handle::{{closure}}"}
-    execute = sum(v for c, v in under_handle.items() if c.startswith("<core::pin::Pin<P> as core::future::future::Future>::poll"))
+    execute = sum(v for c, v in under_handle.items()
+                  if c.startswith("<core::pin::Pin<P> as core::future::future::Future>::poll")
+                  or c == "gateway::execute::Executor::run::{{closure}}")
     write = sum(v for c, v in under_handle.items() if c in ("gateway::pipeline::produce", "gateway::response::write"))
     data[name] = own
     print(f"| {name} | {total / n:,.0f} | {execute / n:,.0f} | {write / n:,.0f} | {(handle - execute - write) / n:,.0f} | {(total - handle) / n:,.0f} |")
