@@ -303,3 +303,77 @@ impl Planner {
         build::compile(self, text, doc, op, operation_name, variables)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fetch(kind: FetchKind) -> Fetch {
+        Fetch {
+            subgraph: 0,
+            mutation: false,
+            query: Arc::from("{ x }"),
+            variables: Vec::new(),
+            kind,
+            body: bytes::Bytes::new(),
+        }
+    }
+
+    fn root(keys: &[&str], at: Option<Vec<PathSegment>>) -> Fetch {
+        fetch(FetchKind::Root(RootFetch {
+            namespace: Arc::from("Query.x"),
+            keys: keys.iter().map(|k| Box::from(*k)).collect(),
+            selection: Box::from(""),
+            args: Vec::new(),
+            at,
+            output_rewrites: Vec::new(),
+            constant_key: OnceLock::new(),
+        }))
+    }
+
+    fn entities(paths: Vec<Vec<PathSegment>>) -> Fetch {
+        fetch(FetchKind::Entities(vec![EntityGroup {
+            alias: Box::from("_entities"),
+            variable: Box::from("representations"),
+            paths,
+            requires: Vec::new(),
+            input_rewrites: Vec::new(),
+            output_rewrites: Vec::new(),
+            namespaces: vec![(Box::from("User"), Arc::from("User.x"))],
+            selection: Arc::from(""),
+        }]))
+    }
+
+    #[test]
+    fn a_root_field_has_a_source_only_when_one_root_fetch_alone_answers_it() {
+        let field = |k: &str| PathSegment::Field(Box::from(k));
+        let fetches = vec![
+            root(&["me"], None),
+            root(&["top"], None),
+            root(&["shared"], None),
+            root(&["shared"], None),
+            // Merged below the root: no effect on the root fields' sources.
+            root(&["extra"], Some(vec![field("me")])),
+            entities(vec![vec![field("me")]]),
+        ];
+        let sources = RootSources::of(&fetches);
+        assert_eq!(sources.get("me"), Some(0));
+        assert_eq!(sources.get("top"), Some(1));
+        // Two root fetches answer it: its answers are merged, so it has none.
+        assert_eq!(sources.get("shared"), None);
+        assert_eq!(sources.get("extra"), None);
+        assert_eq!(sources.get("absent"), None);
+
+        // An answer merged into the root object itself (a path with no field, or
+        // none at all): no root field has a source.
+        let types = PathSegment::Types(vec!["Query".into()]);
+        for merged_at_root in [
+            root(&["more"], Some(vec![types.clone()])),
+            entities(vec![vec![]]),
+            entities(vec![vec![types.clone()]]),
+        ] {
+            let sources = RootSources::of(&[root(&["me"], None), merged_at_root]);
+            assert_eq!(sources.get("me"), None);
+        }
+    }
+}
