@@ -168,11 +168,16 @@ fn matrix_quick_runs_the_seed_experiment_end_to_end() {
             "{:?}",
             c.median
         );
-        // The profile's coverage: perf holds the whole process (kernel frames included).
+        // The profile's coverage: perf holds the whole process (kernel frames included),
+        // so its samples account for at least 90% of the CPU time /proc gives. Above 1
+        // is not a defect of the lab: on a shared virtual machine, while others take its
+        // cores, perf's clock samples have come to 1.2–1.6 times the process's CPU time
+        // (results/20261202-045905, and a CI run that failed at 1.19), so the upper
+        // bound only catches nonsense.
         let profile = m.profile.as_ref().expect("a profile's figures");
         if profile.tool == "perf" {
             let coverage = profile.coverage.unwrap();
-            assert!((0.9..=1.1).contains(&coverage), "{}: {profile:?}", c.name);
+            assert!((0.9..=2.0).contains(&coverage), "{}: {profile:?}", c.name);
             let folded =
                 std::fs::read_to_string(run.join("profiles").join(format!("{}.folded", c.name)))
                     .unwrap();
