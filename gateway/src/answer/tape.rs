@@ -123,8 +123,6 @@ impl Tape {
         if n.key_escaped {
             return decode_key(raw) == name;
         }
-        // Most keys differ in length from the one looked for: no bytes are read
-        // then. Keys are short: compared here byte by byte, not by a call to memcmp.
         same_bytes(raw, name.as_bytes())
     }
 

@@ -162,9 +162,8 @@ pub struct Target<'p> {
 #[derive(Default)]
 pub struct Data {
     tapes: Vec<Arc<Tape>>,
-    roots: Nodes,
-    /// Each root answer with the fetch it answers.
-    root_of: SmallVec<[(FetchId, Node); 4]>,
+    /// Each root fetch's `data` object, with the fetch it answers.
+    roots: SmallVec<[(FetchId, Node); 4]>,
     /// Per object, the entity answers merged into it, in order.
     merges: FastMap<Node, Nodes>,
     /// Per tape, the span of its objects that have answers merged into them (objects
@@ -227,8 +226,7 @@ impl Data {
 
     /// The `data` object of the root fetch `fetch`.
     pub fn add_root(&mut self, fetch: FetchId, node: Node) {
-        self.roots.push(node);
-        self.root_of.push((fetch, node));
+        self.roots.push((fetch, node));
     }
 
     /// The root answers that hold the root field `key`: the one of the fetch that
@@ -236,9 +234,9 @@ impl Data {
     /// every root answer.
     pub fn root_answers(&self, sources: &RootSources, key: &str) -> Nodes {
         let Some(fetch) = sources.get(key) else {
-            return self.roots.clone();
+            return self.all_roots();
         };
-        match self.root_of.iter().find(|(f, _)| *f == fetch) {
+        match self.roots.iter().find(|(f, _)| *f == fetch) {
             Some((_, node)) => Nodes::one(*node),
             None => Nodes::default(),
         }
@@ -254,9 +252,18 @@ impl Data {
         self.tapes[node.tape as usize].at(node.index)
     }
 
+    /// Every root fetch's `data` object, in the order they came.
+    fn all_roots(&self) -> Nodes {
+        let mut nodes = Nodes::default();
+        for (_, node) in &self.roots {
+            nodes.push(*node);
+        }
+        nodes
+    }
+
     /// The root object's view.
     pub fn root_view(&self) -> Nodes {
-        self.view_of(&self.roots)
+        self.view_of(&self.all_roots())
     }
 
     /// The view of the objects in `nodes` (others are left out): each, then what
@@ -315,32 +322,20 @@ impl Data {
         let mut found = Nodes::default();
         let mut null = false;
         let mut place = None;
-        let Some(first) = view.first else {
-            return (found, null, place);
-        };
-        if let Some((ordinal, v)) = self.value(first).find(key) {
-            if v.is_null() {
-                null = true;
-            } else {
-                place = Some(Place {
-                    ordinal,
-                    index: v.index(),
-                });
-                found.first = Some(first.at(v.index()));
-                if !matches!(v.kind(), Kind::Object | Kind::Array) {
-                    // The first answer's scalar is the value: no other is read.
-                    return (found, null, place);
-                }
-            }
-        }
-        for &node in &view.rest {
-            if let Some((_, v)) = self.value(node).find(key) {
+        for (answer, node) in view.iter().enumerate() {
+            if let Some((ordinal, v)) = self.value(node).find(key) {
                 if v.is_null() {
                     null = true;
                     continue;
                 }
                 let scalar = !matches!(v.kind(), Kind::Object | Kind::Array);
                 found.push(node.at(v.index()));
+                if answer == 0 {
+                    place = Some(Place {
+                        ordinal,
+                        index: v.index(),
+                    });
+                }
                 if scalar && found.is_single() {
                     // The first answer's scalar is the value: no other is read.
                     return (found, null, place);
