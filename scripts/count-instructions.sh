@@ -19,26 +19,50 @@
 # in CPU time by more than their instructions do. The simulation models valgrind's
 # default caches (32 KiB L1s), not this machine's, so compare builds with it, never
 # read it as the machine's own counts. It makes the run about twice as slow.
-# Output: results/<stamp>-instructions/summary.txt.
+# With --deep, the same on the deep query (DeepWishlistChain over the commerce graph's
+# four subgraphs, the gateway started from the committed supergraph, as
+# scripts/cpu-per-request.sh --deep runs it): 30 requests warm it, and N defaults to 200.
+# Output: results/<stamp>-instructions/summary.txt (results/<stamp>-instructions-deep).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 1 ] || { echo "usage: $0 NAME=GATEWAY [NAME=GATEWAY ...]" >&2; exit 2; }
+deep=false
+if [ "${1:-}" = --deep ]; then deep=true; shift; fi
+[ $# -ge 1 ] || { echo "usage: $0 [--deep] NAME=GATEWAY [NAME=GATEWAY ...]" >&2; exit 2; }
 command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind >/dev/null; }
-cargo build --release --locked -p gateway -p user-service -p post-service -p loadgen
+cargo build --release --locked -p gateway -p user-service -p post-service -p commerce-graph -p loadgen
 . scripts/lib/record.sh
-record_output "${RUN_NAME:-instructions}"
-n=${N:-3000}; flags=${FLAGS:---ttl 10}
+if $deep; then
+  record_output "${RUN_NAME:-instructions-deep}"
+  n=${N:-200}; warm=30
+else
+  record_output "${RUN_NAME:-instructions}"
+  n=${N:-3000}; warm=300
+fi
+flags=${FLAGS:---ttl 10}
 bin=target/release
 work=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
-echo '{"query":"query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }"}' > "$work/request.json"
-up=$(port); pp=$(port)
-"$bin/user-service" --listen 127.0.0.1:$up >/dev/null 2>&1 & pids+=($!)
-"$bin/post-service" --listen 127.0.0.1:$pp >/dev/null 2>&1 & pids+=($!)
-wait_up "http://127.0.0.1:$up/health"; wait_up "http://127.0.0.1:$pp/health"
+if $deep; then
+  python3 -c 'import json, sys; sys.stdout.write(json.dumps({"query": open(sys.argv[1]).read(), "operationName": "DeepWishlistChain"}))' \
+    commerce-graph/queries/deep.graphql > "$work/request.json"
+  subgraph_args=(--supergraph commerce-graph/supergraph/supergraph.graphql)
+  for s in products inventory reviews accounts; do
+    sp=$(port)
+    "$bin/commerce-service" --subgraph "$s" --listen 127.0.0.1:$sp >/dev/null 2>&1 & pids+=($!)
+    wait_up "http://127.0.0.1:$sp/health"
+    subgraph_args+=(--subgraph-url "$s=http://127.0.0.1:$sp/graphql")
+  done
+else
+  echo '{"query":"query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }"}' > "$work/request.json"
+  up=$(port); pp=$(port)
+  "$bin/user-service" --listen 127.0.0.1:$up >/dev/null 2>&1 & pids+=($!)
+  "$bin/post-service" --listen 127.0.0.1:$pp >/dev/null 2>&1 & pids+=($!)
+  wait_up "http://127.0.0.1:$up/health"; wait_up "http://127.0.0.1:$pp/health"
+  subgraph_args=(--subgraph user=http://127.0.0.1:$up/graphql --subgraph post=http://127.0.0.1:$pp/graphql)
+fi
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) cores); $(valgrind --version)"
-echo "gateway flags: --worker-threads 1 $flags; $n counted requests after 300 of warm-up, 4 connections"
+echo "gateway flags: --worker-threads 1 $flags; $n counted requests after $warm of warm-up, 4 connections"
 load() { # url requests
   "$bin/loadgen" bench --url "$1" --body-file "$work/request.json" -H 'content-type: application/json' \
     --connections 4 --threads 1 --requests "$2" --json --no-progress > "$work/load.json"
@@ -52,10 +76,9 @@ for spec in "$@"; do
   gp=$(port)
   # shellcheck disable=SC2086
   valgrind --tool=callgrind $simulate --callgrind-out-file="$work/$name.%p" "$gateway" --listen 127.0.0.1:$gp \
-    --subgraph user=http://127.0.0.1:$up/graphql --subgraph post=http://127.0.0.1:$pp/graphql \
-    --worker-threads 1 $flags >/dev/null 2>&1 & g=$!; pids+=($g)
+    "${subgraph_args[@]}" --worker-threads 1 $flags >/dev/null 2>&1 & g=$!; pids+=($g)
   wait_up "http://127.0.0.1:$gp/health" 600 # valgrind starts it slowly
-  load "http://127.0.0.1:$gp/graphql" 300
+  load "http://127.0.0.1:$gp/graphql" $warm
   callgrind_control -z $g >/dev/null; sleep 1
   load "http://127.0.0.1:$gp/graphql" "$n"; sleep 1
   callgrind_control -d $g >/dev/null; sleep 1

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# What the machine and the lab's parts allow on the deep query, measured, next to issue
+# 23's targets, which are in S_deep: the server-side CPU of one bare exchange of the
+# deep answer (98.5 KB), as scripts/cpu-per-request.sh --deep measures it. Each figure
+# is a floor: work any gateway built on these parts must do per request, with every
+# other cost left out, so a target below a floor cannot be met by tuning.
+#   1. S_deep: `loadgen target --body` serving one real gateway answer to
+#      DeepWishlistChain (captured first), loaded as the gateway is (loadgen bench, 100
+#      connections, 1 thread); its CPU per request from /proc/PID/stat.
+#   2. No cache: the gateway's own server side (S_deep), the client side of each
+#      subgraph exchange of one deep query, and parsing the subgraph answers. The
+#      exchanges are recorded as the gateway sends them (scripts/lib/exchange_recorder.py,
+#      a proxy between a no-cache gateway and the four subgraphs), and each is replayed as
+#      a bare exchange: loadgen (a hyper client, as the gateway's reqwest is) sends that
+#      request's body to `loadgen target --body` holding that answer, and loadgen's own
+#      CPU per request is the client side. Parsing is the gateway's tape parser on the
+#      committed deep answer (`cargo bench -p gateway --bench answer_parse`), per byte,
+#      times the answers' bytes. Left out: planning, building the representations and
+#      request bodies, merging, and writing the answer.
+#   3. TTL 10 with per-entity entries (the resolver cache): S_deep and one store read per
+#      cache call a fully cached deep answer makes (counted from the gateway's metrics on
+#      a warm TTL 10 gateway), each at the memory store's cost with its key built
+#      beforehand and one clock reading for all (`cargo bench -p cache-core --bench cache
+#      -- hits_of_one_deep_answer`). Left out: the keys, the walks, merging and writing.
+#   scripts/deep-ceilings.sh [SECONDS]     (default 10 s per load; results/<stamp>-deep-ceilings)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-10}
+. scripts/lib/record.sh
+record_output deep-ceilings
+cargo build --release --locked -p gateway -p commerce-graph -p loadgen
+bin=$PWD/target/release
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) cores)"
+work=$(mktemp -d)
+mkdir "$work/exchanges"
+pids=()
+stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+trap 'for p in "${pids[@]}"; do stop_pid "$p"; done; rm -rf "$work"' EXIT
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+python3 -c 'import json, sys; sys.stdout.write(json.dumps({"query": open(sys.argv[1]).read(), "operationName": "DeepWishlistChain"}))' \
+  commerce-graph/queries/deep.graphql > "$work/request.json"
+direct=() recorded=() upstreams=()
+rp=$(port)
+for s in products inventory reviews accounts; do
+  sp=$(port)
+  "$bin/commerce-service" --subgraph "$s" --listen 127.0.0.1:$sp >/dev/null 2>&1 & pids+=($!)
+  wait_up "http://127.0.0.1:$sp/health"
+  direct+=(--subgraph-url "$s=http://127.0.0.1:$sp/graphql")
+  recorded+=(--subgraph-url "$s=http://127.0.0.1:$rp/$s")
+  upstreams+=("$s=http://127.0.0.1:$sp/graphql")
+done
+deep_query() { # PORT OUT: one deep query to the gateway on PORT, its answer checked clean
+  curl -fsS -H 'content-type: application/json' --data-binary @"$work/request.json" \
+    "http://127.0.0.1:$1/graphql" -o "$2"
+  python3 - "$2" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a.get("data") and not a.get("errors"), f"the deep answer is not a clean one: {str(a)[:300]}"
+PY
+}
+# The subgraph exchanges of one deep query, recorded between a no-cache gateway and the subgraphs.
+python3 scripts/lib/exchange_recorder.py "$work/exchanges" "$rp" "${upstreams[@]}" & recorder=$!; pids+=($recorder)
+wait_up "http://127.0.0.1:$rp/"
+gp=$(port)
+"$bin/gateway" --listen 127.0.0.1:$gp --worker-threads 1 --supergraph commerce-graph/supergraph/supergraph.graphql \
+  "${recorded[@]}" >/dev/null 2>&1 & g=$!; pids+=($g)
+wait_up "http://127.0.0.1:$gp/health"
+deep_query $gp "$work/answer.json"
+stop_pid $g; stop_pid $recorder
+# The cache calls of one fully cached deep answer, on a warm TTL 10 gateway.
+gp=$(port)
+"$bin/gateway" --listen 127.0.0.1:$gp --worker-threads 1 --ttl 10 --supergraph commerce-graph/supergraph/supergraph.graphql \
+  "${direct[@]}" >/dev/null 2>&1 & g=$!; pids+=($g)
+wait_up "http://127.0.0.1:$gp/health"
+hits() { curl -fsS "http://127.0.0.1:$gp/metrics" | awk '/^gateway_cache_hits_total/ {n += $NF} END {print n + 0}'; }
+deep_query $gp "$work/warm.json"
+h0=$(hits); deep_query $gp "$work/cached.json"; h1=$(hits)
+stop_pid $g
+cmp -s <(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])), sort_keys=True))' "$work/answer.json") \
+       <(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])), sort_keys=True))' "$work/cached.json") ||
+  { echo "deep-ceilings.sh: the cached deep answer differs from the uncached one" >&2; exit 1; }
+echo "one deep query: $(stat -c %s "$work/answer.json")-byte answer; $(ls "$work/exchanges" | grep -c answer) subgraph exchanges; $((h1 - h0)) cache hits when fully cached"
+bench() { # NAME BODY-FILE ANSWER-FILE: a bare exchange of that request and answer, one row
+  local tp; tp=$(port)
+  "$bin/loadgen" target --listen 127.0.0.1:$tp --threads 2 --body "$3" >/dev/null 2>&1 & local t=$!; pids+=($t)
+  wait_up "http://127.0.0.1:$tp/"
+  "$bin/loadgen" bench --url "http://127.0.0.1:$tp/" --body-file "$2" -H 'content-type: application/json' \
+    --connections 100 --threads 1 --duration 2s --json --no-progress > /dev/null
+  local t0; t0=$(ticks $t)
+  "$bin/loadgen" bench --url "http://127.0.0.1:$tp/" --body-file "$2" -H 'content-type: application/json' \
+    --connections 100 --threads 1 --duration "${secs}s" --json --no-progress > "$work/out.json"
+  local t1; t1=$(ticks $t)
+  stop_pid $t
+  python3 - "$1" "$work/out.json" $((t1 - t0)) "$(getconf CLK_TCK)" "$(stat -c %s "$2")" "$(stat -c %s "$3")" <<'PY' | tee -a "$work/rows"
+import json, sys
+r = json.load(open(sys.argv[2]))
+n = max(r["requests"], 1)
+server = int(sys.argv[3]) * 1e6 / int(sys.argv[4]) / n
+client = r["loadgen_cpu"]["process_cores"] / max(r["requests_per_sec"], 1) * 1e6
+print(sys.argv[1], sys.argv[5], sys.argv[6], round(r["requests_per_sec"]), sum(r["errors"].values()), round(server, 2), round(client, 2))
+PY
+}
+echo
+echo "bare exchanges: what request_bytes answer_bytes req/s errors server_cpu_us_per_request client_cpu_us_per_request"
+bench deep-answer "$work/request.json" "$work/answer.json"
+for answer in "$work"/exchanges/*.answer.json; do
+  name=$(basename "$answer" .answer.json)
+  bench "$name" "$work/exchanges/$name.request.json" "$answer"
+done
+echo
+echo "the lab's parts, in criterion benches:"
+cargo bench -p gateway --bench answer_parse -- --warm-up-time 1 --measurement-time 3 2>&1 | grep -E "^answer_parse|time:|thrpt:"
+cargo bench -p cache-core --bench cache -- hits_of_one_deep_answer --warm-up-time 1 --measurement-time 3 2>&1 | grep -E "^hits_of|time:|thrpt:"
+python3 - "$work/rows" "$((h1 - h0))" target/criterion <<'PY'
+import json, sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+hits = int(sys.argv[2])
+estimate = lambda path: json.load(open(f"{sys.argv[3]}/{path}/new/estimates.json"))["median"]["point_estimate"]
+deep = rows[0]
+s = float(deep[5])
+exchanges = rows[1:]
+answer_bytes = sum(int(r[2]) for r in exchanges)
+request_bytes = sum(int(r[1]) for r in exchanges)
+parse_ns_per_byte = estimate("answer_parse/deep_answer") / int(deep[2])
+hit_ns = estimate("hits_of_one_deep_answer/hit_at_690_keys") / 690
+client = sum(float(r[6]) for r in exchanges)
+parse = answer_bytes * parse_ns_per_byte / 1e3
+no_cache = s + client + parse
+ttl10 = s + hits * hit_ns / 1e3
+print()
+print(f"S_deep, the server side of one bare exchange of the {deep[2]}-byte answer: {s:.1f} us")
+print(f"no cache, at the least: {no_cache:.1f} us = {no_cache / s:.1f} S_deep (issue 23's target: 20 S_deep)")
+print(f"  = S_deep {s:.1f} + the client side of {len(exchanges)} subgraph exchanges {client:.1f}"
+      f" ({request_bytes} bytes sent, {answer_bytes} received) + parsing the answers {parse:.1f}"
+      f" ({parse_ns_per_byte:.2f} ns per byte)")
+print(f"TTL 10 with per-entity entries, at the least: {ttl10:.1f} us = {ttl10 / s:.2f} S_deep (issue 23's target: 2 S_deep)")
+print(f"  = S_deep {s:.1f} + {hits} store reads at {hit_ns:.0f} ns ({hits * hit_ns / 1e3:.1f} us)")
+left = 2 * s - ttl10
+if left > 0:
+    print(f"  what per-entity caching may spend on everything else within 2 S_deep: {left:.1f} us, {left * 1e3 / max(hits, 1):.0f} ns per entity")
+else:
+    print(f"  the store reads alone exceed 2 S_deep by {-left:.1f} us: no per-entity cache on this store can meet it")
+PY
