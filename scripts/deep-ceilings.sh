@@ -15,7 +15,8 @@
 #      request's body to `loadgen target --body` holding that answer, and loadgen's own
 #      CPU per request is the client side. Parsing is the gateway's tape parser on the
 #      committed deep answer (`cargo bench -p gateway --bench answer_parse`), per byte,
-#      times the answers' bytes. Left out: planning, building the representations and
+#      times the answers' bytes. Each bench figure is its fastest sample, the one least
+#      disturbed by the rest of the machine. Left out: planning, building the representations and
 #      request bodies, merging, and writing the answer.
 #   3. TTL 10 with per-entity entries (the resolver cache): S_deep and one store read per
 #      cache call a fully cached deep answer makes (counted from the gateway's metrics on
@@ -109,20 +110,26 @@ for answer in "$work"/exchanges/*.answer.json; do
 done
 echo
 echo "the lab's parts, in criterion benches:"
-cargo bench -p gateway --bench answer_parse -- --warm-up-time 1 --measurement-time 3 2>&1 | grep -E "^answer_parse|time:|thrpt:"
-cargo bench -p cache-core --bench cache -- hits_of_one_deep_answer --warm-up-time 1 --measurement-time 3 2>&1 | grep -E "^hits_of|time:|thrpt:"
+# criterion's own lines, without its comparison with an earlier run of the bench.
+criterion_lines() { awk '/^(answer_parse|hits_of)/ {n = 2; print; next} n > 0 && /time:|thrpt:/ {print; n--}'; }
+cargo bench -p gateway --bench answer_parse -- --warm-up-time 1 --measurement-time 3 2>&1 | criterion_lines
+cargo bench -p cache-core --bench cache -- hits_of_one_deep_answer --warm-up-time 1 --measurement-time 3 2>&1 | criterion_lines
 python3 - "$work/rows" "$((h1 - h0))" target/criterion <<'PY'
 import json, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 hits = int(sys.argv[2])
-estimate = lambda path: json.load(open(f"{sys.argv[3]}/{path}/new/estimates.json"))["median"]["point_estimate"]
+def fastest(path):
+    """The fastest of criterion's samples, per iteration: the run least disturbed by
+    the rest of a shared machine (criterion's own median is printed above)."""
+    sample = json.load(open(f"{sys.argv[3]}/{path}/new/sample.json"))
+    return min(t / i for t, i in zip(sample["times"], sample["iters"]))
 deep = rows[0]
 s = float(deep[5])
 exchanges = rows[1:]
 answer_bytes = sum(int(r[2]) for r in exchanges)
 request_bytes = sum(int(r[1]) for r in exchanges)
-parse_ns_per_byte = estimate("answer_parse/deep_answer") / int(deep[2])
-hit_ns = estimate("hits_of_one_deep_answer/hit_at_690_keys") / 690
+parse_ns_per_byte = fastest("answer_parse/deep_answer") / int(deep[2])
+hit_ns = fastest("hits_of_one_deep_answer/hit_at_690_keys") / 690
 client = sum(float(r[6]) for r in exchanges)
 parse = answer_bytes * parse_ns_per_byte / 1e3
 no_cache = s + client + parse

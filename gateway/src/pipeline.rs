@@ -320,8 +320,11 @@ fn produce(
     input: &RequestInput,
     references: bool,
 ) -> Produced {
-    let mut body = Vec::with_capacity(512);
+    // As large as the plan's last response (a deep answer would otherwise be copied
+    // a dozen times as its buffer doubles).
+    let mut body = Vec::with_capacity(plan.sizes.response().max(512));
     let failed = crate::response::write(&mut body, plan, outcome, input, &executor.supergraph);
+    plan.sizes.note_response(body.len());
     let mut refs = Vec::new();
     if references {
         for tape in outcome.data.tapes() {

@@ -155,7 +155,7 @@ impl Executor {
             plan,
             input,
             found: Mutex::new(Found {
-                data: Data::with_capacity(plan.fetches.len()),
+                data: Data::with_capacity(plan.fetches.len(), plan.sizes.merges()),
                 ..Found::default()
             }),
         };
@@ -183,6 +183,7 @@ impl Executor {
         };
         let ((), introspection) = futures::future::join(fetches, introspection).await;
         let found = run.found.into_inner();
+        plan.sizes.note_merges(found.data.merged_objects());
         Outcome {
             data: found.data,
             errors: found.errors,
@@ -406,10 +407,11 @@ impl<'a> Run<'a> {
             let mut index: Option<FastMap<(u32, Bytes), usize>> = None;
             for (g, group) in groups.iter().enumerate() {
                 for path in &group.paths {
-                    for target in found
+                    let targets = found
                         .data
-                        .targets(path, &self.plan.root_sources, supergraph)
-                    {
+                        .targets(path, &self.plan.root_sources, supergraph);
+                    entities.reserve(targets.len());
+                    for target in targets {
                         let Some(primary) = target.view.first() else {
                             continue;
                         };
@@ -442,7 +444,12 @@ impl<'a> Run<'a> {
                                     index
                                         .insert((g as u32, representation.clone()), entities.len());
                                 } else if entities.len() >= 8 {
-                                    index = Some(
+                                    // Room for every target of this path at once.
+                                    let mut built = FastMap::with_capacity_and_hasher(
+                                        entities.capacity(),
+                                        Default::default(),
+                                    );
+                                    built.extend(
                                         entities
                                             .iter()
                                             .enumerate()
@@ -452,9 +459,9 @@ impl<'a> Run<'a> {
                                             .chain([(
                                                 (g as u32, representation.clone()),
                                                 entities.len(),
-                                            )])
-                                            .collect(),
+                                            )]),
                                     );
+                                    index = Some(built);
                                 }
                                 entities.push(Entity {
                                     item: Item {

@@ -40,7 +40,7 @@ use super::operation::{
 use super::shape::Shaper;
 use super::{
     DocumentView, EntityGroup, Fetch, FetchId, FetchKind, PathSegment, Plan, PlanError, Planner,
-    RootFetch, RootSources, Step, PLANNING_TIMEOUT,
+    RootFetch, RootSources, SizeHints, Step, PLANNING_TIMEOUT,
 };
 use crate::supergraph::{SubgraphId, Supergraph};
 
@@ -97,6 +97,7 @@ pub fn compile(
         fetches: builder.fetches,
         introspection,
         heap_size: 0,
+        sizes: SizeHints::default(),
     };
     plan.heap_size = heap_size(&plan);
     Ok(plan)

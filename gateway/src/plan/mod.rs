@@ -26,6 +26,7 @@ mod build;
 mod fields;
 mod operation;
 mod shape;
+mod sizes;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -39,6 +40,7 @@ use hive_router_query_planner::planner::Planner as HivePlanner;
 
 pub use fields::{Conditions, DocumentView};
 pub use shape::{FieldKind, MemberHint, OutField, Scalar, Selection, Shape, Variant};
+pub use sizes::SizeHints;
 
 use crate::supergraph::{SubgraphId, Supergraph};
 
@@ -72,6 +74,8 @@ pub struct Plan {
     pub introspection: Option<Arc<ExecutableDocument>>,
     /// Estimated heap bytes, for the document cache's weigher.
     pub heap_size: usize,
+    /// The room the last request of this plan used (response bytes, entity merges).
+    pub sizes: SizeHints,
 }
 
 /// The root fetch that alone answers each of a plan's root fields (its response

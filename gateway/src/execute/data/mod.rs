@@ -196,13 +196,21 @@ impl Span {
 
 impl Data {
     /// Room for `answers` answers (a plan's fetch count: one tape per root fetch or
-    /// entity answer, so most requests never grow it).
-    pub fn with_capacity(answers: usize) -> Data {
+    /// entity answer, so most requests never grow it) and `merges` entity answers
+    /// merged into objects (what the plan's last request merged:
+    /// [`crate::plan::SizeHints`]).
+    pub fn with_capacity(answers: usize, merges: usize) -> Data {
         Data {
             tapes: Vec::with_capacity(answers),
             merged_into: Vec::with_capacity(answers),
+            merges: FastMap::with_capacity_and_hasher(merges, Default::default()),
             ..Data::default()
         }
+    }
+
+    /// How many objects have entity answers merged into them.
+    pub fn merged_objects(&self) -> usize {
+        self.merges.len()
     }
 
     /// Every answer gathered, in the order it came (the entities of one answer, read
