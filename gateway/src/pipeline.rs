@@ -325,6 +325,11 @@ fn produce(
     let mut body = Vec::with_capacity(plan.sizes.response().max(512));
     let failed = crate::response::write(&mut body, plan, outcome, input, &executor.supergraph);
     plan.sizes.note_response(body.len());
+    if body.capacity() - body.len() > 4096 {
+        // A smaller answer than the last one: a stored response must not keep the
+        // rest of the buffer alive.
+        body.shrink_to_fit();
+    }
     let mut refs = Vec::new();
     if references {
         for tape in outcome.data.tapes() {

@@ -8,7 +8,9 @@
 //! used. Requests on other threads share the figures: they are read and written with
 //! relaxed atomics, written only when they change, and capped, so that one
 //! unusually large answer cannot make every later request of the plan reserve a
-//! large buffer for long (the next request's own figure replaces it).
+//! large buffer for long (the next request's own figure replaces it). A response
+//! that came out much smaller than its reserved buffer is shrunk before it is sent
+//! or stored, so a kept answer never holds the room of an earlier one.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
