@@ -44,15 +44,8 @@ work=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
 if $deep; then
-  python3 -c 'import json, sys; sys.stdout.write(json.dumps({"query": open(sys.argv[1]).read(), "operationName": "DeepWishlistChain"}))' \
-    commerce-graph/queries/deep.graphql > "$work/request.json"
-  subgraph_args=(--supergraph commerce-graph/supergraph/supergraph.graphql)
-  for s in products inventory reviews accounts; do
-    sp=$(port)
-    "$bin/commerce-service" --subgraph "$s" --listen 127.0.0.1:$sp >/dev/null 2>&1 & pids+=($!)
-    wait_up "http://127.0.0.1:$sp/health"
-    subgraph_args+=(--subgraph-url "$s=http://127.0.0.1:$sp/graphql")
-  done
+  start_deep_graph "$bin" "$work"
+  subgraph_args=("${deep_args[@]}")
 else
   echo '{"query":"query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }"}' > "$work/request.json"
   up=$(port); pp=$(port)

@@ -34,3 +34,20 @@ need_node() {
   major=$(node -p 'process.versions.node.split(".")[0]')
   [ "$major" -ge "$1" ] || die "node $(node --version) is too old: $2 (Node $1 or later)"
 }
+
+# start_deep_graph BIN WORK: the deep query of experiments/deep.toml (DeepWishlistChain) as
+# a request body in WORK/request.json, and the commerce graph's four subgraphs started from
+# BIN on free ports (their PIDs appended to the caller's pids). Sets deep_args: how a
+# gateway reaches them (the committed supergraph, each subgraph's URL overridden).
+start_deep_graph() {
+  local s sp
+  python3 -c 'import json, sys; sys.stdout.write(json.dumps({"query": open(sys.argv[1]).read(), "operationName": "DeepWishlistChain"}))' \
+    commerce-graph/queries/deep.graphql > "$2/request.json"
+  deep_args=(--supergraph commerce-graph/supergraph/supergraph.graphql)
+  for s in products inventory reviews accounts; do
+    sp=$(port)
+    "$1/commerce-service" --subgraph "$s" --listen 127.0.0.1:$sp >/dev/null 2>&1 & pids+=($!)
+    wait_up "http://127.0.0.1:$sp/health"
+    deep_args+=(--subgraph-url "$s=http://127.0.0.1:$sp/graphql")
+  done
+}
