@@ -19,7 +19,9 @@
 //! per connection stays in cache.
 
 use std::cell::RefCell;
+use std::future::Future;
 use std::ops::Range;
+use std::task::Poll;
 
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
@@ -29,6 +31,12 @@ use crate::{fill, io_error, AnswerRules, ExchangeError};
 
 /// What a fresh buffer is given room for: a small answer in one read.
 const FIRST_CAPACITY: usize = 16 * 1024;
+
+/// Room a buffer keeps past the end of the answer it is grown to. The read that
+/// completes an answer then asks for more than the answer holds, and returns less:
+/// that tells tokio the socket is empty (see [`read_if_ready`]). Bytes that do land
+/// there were never asked for, and the connection is not reused.
+const PAST_THE_END: usize = 512;
 
 /// The buffers lent to the answers of one thread's connections, each from when its
 /// answer begins to arrive until the caller releases it; the last one given back is
@@ -82,24 +90,22 @@ pub(crate) async fn read(
 ) -> Result<AnswerInPlace, ExchangeError> {
     *body = 0..0;
     buffers.give(std::mem::take(buffer));
-    // Wait holding no buffer. Readiness may be left over from the last answer, read to
-    // its end but not to an empty socket: a read that would block gives the buffer
-    // back and waits again.
+    // Wait holding no buffer. Readiness may be left over from the last answer (its
+    // last read filled the room it was given, so nothing told tokio the socket was
+    // empty): a read that would block gives the buffer back and waits again.
     loop {
         stream.readable().await.map_err(|e| io_error(e, false))?;
         *buffer = buffers.take();
-        match stream.try_read_buf(buffer) {
-            Ok(0) => {
+        match read_if_ready(stream, buffer).await {
+            Some(Ok(0)) => {
                 return Err(ExchangeError::Io {
                     detail: "the peer closed the connection".into(),
                     answered: false,
                 })
             }
-            Ok(_) => break,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                buffers.give(std::mem::take(buffer));
-            }
-            Err(e) => return Err(io_error(e, false)),
+            Some(Ok(_)) => break,
+            None => buffers.give(std::mem::take(buffer)),
+            Some(Err(e)) => return Err(io_error(e, false)),
         }
     }
     let framing = head::read(stream, buffer, rules, &mut on_header).await?;
@@ -142,14 +148,33 @@ pub(crate) async fn read(
     })
 }
 
-/// Read until `buffer` holds `len` bytes, growing it once to that size if it is
-/// smaller (not by doubling, which would copy what has arrived again each time).
+/// One read of what the socket holds now, or `None` (and nothing read) when it holds
+/// nothing. It goes through tokio's `AsyncRead`, which takes a read that returns less
+/// than the room it was given as proof that the socket is empty and clears its
+/// readiness (race-free: only if no new event came in meanwhile). A `try_read` never
+/// does, so each answer would cost one more `recv`, failing with `EAGAIN`, before the
+/// next answer's wait.
+async fn read_if_ready(
+    stream: &mut TcpStream,
+    buffer: &mut Vec<u8>,
+) -> Option<std::io::Result<usize>> {
+    let mut read = std::pin::pin!(stream.read_buf(buffer));
+    std::future::poll_fn(|cx| match read.as_mut().poll(cx) {
+        Poll::Ready(result) => Poll::Ready(Some(result)),
+        Poll::Pending => Poll::Ready(None),
+    })
+    .await
+}
+
+/// Read until `buffer` holds `len` bytes, growing it once to that size (and
+/// [`PAST_THE_END`]) if it is smaller: not by doubling, which would copy what has
+/// arrived again each time.
 async fn fill_to(
     stream: &mut TcpStream,
     buffer: &mut Vec<u8>,
     len: usize,
 ) -> Result<(), ExchangeError> {
-    grow_to(buffer, len)?;
+    grow_to(buffer, len.saturating_add(PAST_THE_END))?;
     while buffer.len() < len {
         fill(stream, buffer).await?;
     }
