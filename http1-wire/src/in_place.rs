@@ -21,7 +21,7 @@
 use std::cell::RefCell;
 use std::future::Future;
 use std::ops::Range;
-use std::task::Poll;
+use std::task::ready;
 
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
@@ -90,23 +90,16 @@ pub(crate) async fn read(
 ) -> Result<AnswerInPlace, ExchangeError> {
     *body = 0..0;
     buffers.give(std::mem::take(buffer));
-    // Wait holding no buffer. Readiness may be left over from the last answer (its
-    // last read filled the room it was given, so nothing told tokio the socket was
-    // empty): a read that would block gives the buffer back and waits again.
-    loop {
-        stream.readable().await.map_err(|e| io_error(e, false))?;
-        *buffer = buffers.take();
-        match read_if_ready(stream, buffer).await {
-            Some(Ok(0)) => {
-                return Err(ExchangeError::Io {
-                    detail: "the peer closed the connection".into(),
-                    answered: false,
-                })
-            }
-            Some(Ok(_)) => break,
-            None => buffers.give(std::mem::take(buffer)),
-            Some(Err(e)) => return Err(io_error(e, false)),
+    // Wait holding no buffer: one is taken when the answer's first bytes are there.
+    match read_first(stream, buffers, buffer).await {
+        Ok(0) => {
+            return Err(ExchangeError::Io {
+                detail: "the peer closed the connection".into(),
+                answered: false,
+            })
         }
+        Ok(_) => {}
+        Err(e) => return Err(io_error(e, false)),
     }
     let framing = head::read(stream, buffer, rules, &mut on_header).await?;
     let start = framing.head_len;
@@ -148,20 +141,34 @@ pub(crate) async fn read(
     })
 }
 
-/// One read of what the socket holds now, or `None` (and nothing read) when it holds
-/// nothing. It goes through tokio's `AsyncRead`, which takes a read that returns less
+/// Wait until the socket holds bytes, then read what it holds into `buffer`, taken
+/// from `buffers` for the read and given back when there is nothing to read yet.
+///
+/// The read goes through tokio's `AsyncRead`, which takes a read that returns less
 /// than the room it was given as proof that the socket is empty and clears its
-/// readiness (race-free: only if no new event came in meanwhile). A `try_read` never
-/// does, so each answer would cost one more `recv`, failing with `EAGAIN`, before the
-/// next answer's wait.
-async fn read_if_ready(
+/// readiness (race-free: only if no new event came in meanwhile); so does the read
+/// that completes an answer (see [`PAST_THE_END`]). Readiness left set would make the
+/// next answer's wait start with a `recv` that fails with `EAGAIN`: one system call
+/// more per answer, which `try_read` costs. When the read has nothing, or the task's
+/// cooperative budget is spent, the wait is `Pending` to the caller's task, which
+/// yields: a loop here that turned it into a retry would spin once the budget of the
+/// task running every connection of a loadgen thread ran out.
+async fn read_first(
     stream: &mut TcpStream,
+    buffers: &Buffers,
     buffer: &mut Vec<u8>,
-) -> Option<std::io::Result<usize>> {
-    let mut read = std::pin::pin!(stream.read_buf(buffer));
-    std::future::poll_fn(|cx| match read.as_mut().poll(cx) {
-        Poll::Ready(result) => Poll::Ready(Some(result)),
-        Poll::Pending => Poll::Ready(None),
+) -> std::io::Result<usize> {
+    std::future::poll_fn(|cx| {
+        ready!(stream.poll_read_ready(cx))?;
+        *buffer = buffers.take();
+        let polled = {
+            let mut read = std::pin::pin!(stream.read_buf(&mut *buffer));
+            read.as_mut().poll(cx)
+        };
+        if polled.is_pending() {
+            buffers.give(std::mem::take(buffer));
+        }
+        polled
     })
     .await
 }
