@@ -33,7 +33,6 @@
 //! [`Tape`]: crate::answer::tape::Tape
 
 pub mod data;
-mod distinct;
 mod rewrites;
 mod subgraph_request;
 
@@ -42,17 +41,19 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 
 use crate::answer::piece::Piece;
 use crate::caching::{Call, ResolverCache};
 use crate::documents::validation::Validator;
+use crate::fast_map::FastMap;
 use crate::plan::{EntityGroup, Fetch, FetchId, FetchKind, Plan, RootFetch, Step};
 use crate::server::request::RequestInput;
 use crate::supergraph::Supergraph;
 use crate::upstream::{FetchError, PathItem, Upstream};
 use data::{owned_path, Data, Node, PathStep};
-use distinct::{Distinct, Entity};
 use subgraph_request::{Item, SubgraphRequest};
 
 /// An error found during execution, at its place in the response.
@@ -137,9 +138,14 @@ struct Run<'a> {
     found: Mutex<Found>,
 }
 
-/// Room a representation is given ahead, per object of an entity fetch: a key or two
-/// (the buffer grows past it when the requirements are larger).
-const REPRESENTATION_BYTES: usize = 48;
+/// One distinct representation of an entity fetch, and the objects it is for.
+struct Entity<'p> {
+    item: Item,
+    /// Its cache namespace (by its type).
+    namespace: &'p Arc<str>,
+    /// The objects it is for (most entities are for one: held inline).
+    targets: SmallVec<[(Node, Vec<PathStep<'p>>); 1]>,
+}
 
 impl Executor {
     /// Execute `plan` for one request.
@@ -393,48 +399,89 @@ impl<'a> Run<'a> {
         now: Instant,
     ) -> Option<Boxed<'s>> {
         let supergraph = &*self.executor.supergraph;
-        let mut distinct = Distinct::default();
+        let mut entities: Vec<Entity<'a>> = Vec::with_capacity(4);
         {
             let found = self.found.lock();
+            // Distinct representations per group: most fetches have one object, so
+            // the index is built only once a second one comes.
+            let mut index: Option<FastMap<(u32, Bytes), usize>> = None;
             for (g, group) in groups.iter().enumerate() {
                 for path in &group.paths {
                     let targets = found
                         .data
                         .targets(path, &self.plan.root_sources, supergraph);
-                    distinct.reserve(targets.len(), REPRESENTATION_BYTES);
+                    entities.reserve(targets.len());
                     for target in targets {
                         let Some(primary) = target.view.first() else {
                             continue;
                         };
-                        let start = distinct.buffer().len();
-                        let Some(typename) = found.data.write_representation(
-                            &target.view,
-                            &group.requires,
-                            supergraph,
-                            distinct.buffer(),
-                        ) else {
+                        let Some((mut representation, typename)) =
+                            found
+                                .data
+                                .representation(&target.view, &group.requires, supergraph)
+                        else {
                             continue;
                         };
                         if !group.input_rewrites.is_empty() {
-                            let buffer = distinct.buffer();
-                            let rewritten = rewrites::apply_to_text(
+                            representation = rewrites::apply_to_text(
                                 &group.input_rewrites,
-                                &buffer[start..],
+                                &representation,
                                 supergraph,
                             );
-                            buffer.truncate(start);
-                            buffer.extend_from_slice(&rewritten);
                         }
-                        let namespace = || group.namespace(typename.as_deref().unwrap_or(""));
-                        distinct.keep(start, g as u32, namespace, (primary, target.path));
+                        let representation = Bytes::from(representation);
+                        let known = match &mut index {
+                            Some(index) => index.get(&(g as u32, representation.clone())).copied(),
+                            None => entities.iter().position(|e| {
+                                e.item.group == g as u32 && e.item.representation == representation
+                            }),
+                        };
+                        let at = match known {
+                            Some(at) => at,
+                            None => {
+                                let namespace = group.namespace(typename.as_deref().unwrap_or(""));
+                                if let Some(index) = &mut index {
+                                    index
+                                        .insert((g as u32, representation.clone()), entities.len());
+                                } else if entities.len() >= 8 {
+                                    // Room for every target of this path at once.
+                                    let mut built = FastMap::with_capacity_and_hasher(
+                                        entities.capacity(),
+                                        Default::default(),
+                                    );
+                                    built.extend(
+                                        entities
+                                            .iter()
+                                            .enumerate()
+                                            .map(|(i, e)| {
+                                                ((e.item.group, e.item.representation.clone()), i)
+                                            })
+                                            .chain([(
+                                                (g as u32, representation.clone()),
+                                                entities.len(),
+                                            )]),
+                                    );
+                                    index = Some(built);
+                                }
+                                entities.push(Entity {
+                                    item: Item {
+                                        group: g as u32,
+                                        representation,
+                                    },
+                                    namespace,
+                                    targets: SmallVec::new(),
+                                });
+                                entities.len() - 1
+                            }
+                        };
+                        entities[at].targets.push((primary, target.path));
                     }
                 }
             }
         }
-        if distinct.is_empty() {
+        if entities.is_empty() {
             return None;
         }
-        let entities = distinct.into_entities();
         let cache = self.executor.cache.as_deref();
         let Some(cache) = cache else {
             return Some(Box::pin(async move {

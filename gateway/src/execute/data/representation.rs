@@ -15,19 +15,17 @@ use crate::answer::tape::Kind;
 use crate::supergraph::Supergraph;
 
 impl Data {
-    /// Write the representation of the object `view` for an entity fetch that
-    /// requires `requires` (`__typename`, key fields, `@requires` inputs), as JSON, at
-    /// the end of `out`; returns the object's type as its answers name it
-    /// ([`Data::typename`]). `None`, with `out` as it was, when the object has none of
-    /// the fields.
-    pub fn write_representation<'s>(
+    /// The representation of the object `view` for an entity fetch that requires
+    /// `requires` (`__typename`, key fields, `@requires` inputs), as JSON, and the
+    /// object's type as its answers name it ([`Data::typename`]); `None` when the
+    /// object has none of the fields.
+    pub fn representation<'s>(
         &'s self,
         view: &Nodes,
         requires: &[SelectionItem],
         supergraph: &Supergraph,
-        out: &mut Vec<u8>,
-    ) -> Option<Option<Cow<'s, str>>> {
-        let start = out.len();
+    ) -> Option<(Vec<u8>, Option<Cow<'s, str>>)> {
+        let mut out = Vec::with_capacity(64);
         let named = self.typename(view, supergraph);
         // An object type's answer may come without `__typename` (the fetch that would
         // have asked for it was skipped): its requirement's type condition names it.
@@ -46,7 +44,7 @@ impl Data {
         let mut first = true;
         if let Some(t) = &ty {
             out.extend_from_slice(b"\"__typename\":");
-            json_string(out, t);
+            json_string(&mut out, t);
             first = false;
         }
         let mut wrote = false;
@@ -55,7 +53,7 @@ impl Data {
             requires,
             ty.as_deref(),
             supergraph,
-            out,
+            &mut out,
             &mut first,
             &mut wrote,
         );
@@ -63,11 +61,10 @@ impl Data {
             .iter()
             .all(|i| matches!(i, SelectionItem::Field(f) if f.name == "__typename"));
         if !(wrote || only_typename && ty.is_some()) {
-            out.truncate(start);
             return None;
         }
         out.push(b'}');
-        Some(named)
+        Some((out, named))
     }
 
     /// Write the members of `requires` found in `view` (an object of type `ty`);
