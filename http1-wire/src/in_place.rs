@@ -34,7 +34,7 @@ const FIRST_CAPACITY: usize = 16 * 1024;
 
 /// Room a buffer keeps past the end of the answer it is grown to. The read that
 /// completes an answer then asks for more than the answer holds, and returns less:
-/// that tells tokio the socket is empty (see [`read_if_ready`]). Bytes that do land
+/// that tells tokio the socket is empty (see [`read_first`]). Bytes that do land
 /// there were never asked for, and the connection is not reused.
 const PAST_THE_END: usize = 512;
 
