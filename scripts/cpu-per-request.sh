@@ -12,6 +12,9 @@
 #   scripts/cpu-per-request.sh [--deep] [ROUNDS] [SECONDS]     (defaults 3 and 10)
 #   BIN=DIR scripts/cpu-per-request.sh                (measure binaries built elsewhere,
 #                                                      e.g. an older commit's; no build)
+#   CONFIGS="no-cache ttl-10" scripts/cpu-per-request.sh --deep
+#                                                     (only these configurations: more rounds
+#                                                      in the same time for an A/B of builds)
 #   GATEWAYS="a=PATH b=PATH,--flag,value" scripts/cpu-per-request.sh
 #                                                     (several gateway builds or flag sets side
 #                                                      by side, e.g. allocators: each round
@@ -139,6 +142,15 @@ variants=${GATEWAYS:-one-thread=$bin/gateway,--worker-threads,1 default=$bin/gat
 configs="no-cache= ttl-0=--ttl,0 ttl-10=--ttl,10"
 if $deep; then
   configs="$configs coalesce=--request-strategy,coalesce ttl-0+coalesce=--ttl,0,--request-strategy,coalesce response-10=--request-strategy,response:ttl=10"
+fi
+if [ -n "${CONFIGS:-}" ]; then # only the configurations named, e.g. CONFIGS="no-cache ttl-10"
+  chosen=""
+  for name in $CONFIGS; do
+    match=$(tr ' ' '\n' <<< "$configs" | grep -m1 "^$name=" || true)
+    [ -n "$match" ] || { echo "CONFIGS: no configuration named $name (there are: $(tr ' ' '\n' <<< "$configs" | cut -d= -f1 | tr '\n' ' '))" >&2; exit 2; }
+    chosen="$chosen $match"
+  done
+  configs=${chosen# }
 fi
 echo "gateways: $variants"
 echo "round what req/s errors server_cpu_us_per_request subgraph_cpu_us_per_request loadgen_cpu_us_per_request"

@@ -5,12 +5,13 @@
 //! built to resist crafted keys, which these never are. The choice is measured in the
 //! docs/cpu-and-peers.md ("Allocator and hashing").
 
-/// A `HashMap` with ahash's fast hasher, with fixed keys (a new map costs nothing
-/// to seed).
+/// The tables' hasher: ahash's, with fixed keys (a new map costs nothing to seed).
 #[cfg(not(feature = "std-hasher"))]
-pub type FastMap<K, V> =
-    std::collections::HashMap<K, V, std::hash::BuildHasherDefault<ahash::AHasher>>;
+pub type FastHasher = std::hash::BuildHasherDefault<ahash::AHasher>;
 
-/// A `HashMap` with std's SipHash (the `std-hasher` build, for comparison).
+/// The tables' hasher in the `std-hasher` build, for comparison: std's SipHash.
 #[cfg(feature = "std-hasher")]
-pub type FastMap<K, V> = std::collections::HashMap<K, V>;
+pub type FastHasher = std::collections::hash_map::RandomState;
+
+/// A `HashMap` with [`FastHasher`].
+pub type FastMap<K, V> = std::collections::HashMap<K, V, FastHasher>;

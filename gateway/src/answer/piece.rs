@@ -30,7 +30,8 @@ pub struct Piece {
     tape: Arc<Tape>,
     /// The value's index in the tape; `None` for null or absent.
     node: Option<u32>,
-    pub errors: Arc<[UpstreamError]>,
+    /// Its errors; `None` when it has none (most pieces: no allocation for them).
+    errors: Option<Arc<[UpstreamError]>>,
     /// The `Cache-Control` directives of the subgraph answer it came in.
     pub cache_control: Option<CacheDirectives>,
     /// Served in place of a failed fetch, this long after it stopped being fresh.
@@ -45,7 +46,7 @@ impl Piece {
         Piece {
             tape,
             node,
-            errors: errors.into(),
+            errors: (!errors.is_empty()).then(|| errors.into()),
             cache_control: None,
             served_stale: None,
             origin: 0,
@@ -79,6 +80,11 @@ impl Piece {
         Ok(Piece::new(tape, Some(0), Vec::new()))
     }
 
+    /// The errors that concern it, their paths relative to its value.
+    pub fn errors(&self) -> &[UpstreamError] {
+        self.errors.as_deref().unwrap_or_default()
+    }
+
     /// The value, `None` when null.
     pub fn value(&self) -> Option<Value<'_>> {
         self.node.map(|n| self.tape.at(n))
@@ -95,6 +101,6 @@ impl Piece {
 
     /// Heap bytes it keeps alive (its tape may be shared with others).
     pub fn heap_size(&self) -> usize {
-        self.tape.heap_size() + self.errors.len() * 64
+        self.tape.heap_size() + self.errors().len() * 64
     }
 }

@@ -587,7 +587,7 @@ impl std::fmt::Display for Failed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Failed::Upstream(e) => e.fmt(f),
-            Failed::Answer(piece) => match piece.errors.first() {
+            Failed::Answer(piece) => match piece.errors().first() {
                 Some(e) => write!(f, "the subgraph answered with errors: {}", e.message),
                 None => f.write_str("the subgraph answered with errors"),
             },
@@ -606,7 +606,7 @@ fn keep(
     per_caller: bool,
 ) -> Result<Fetched<Piece>, Failed> {
     let piece = fetched.map_err(Failed::Upstream)?;
-    if !piece.errors.is_empty() {
+    if !piece.errors().is_empty() {
         return Err(Failed::Answer(Box::new(piece)));
     }
     let mut refs = extra.to_vec();

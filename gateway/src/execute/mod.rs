@@ -37,6 +37,8 @@ mod rewrites;
 mod subgraph_request;
 
 use std::future::Future;
+use std::hash::BuildHasher;
+use std::ops::Range;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -48,7 +50,7 @@ use smallvec::SmallVec;
 use crate::answer::piece::Piece;
 use crate::caching::{Call, ResolverCache};
 use crate::documents::validation::Validator;
-use crate::fast_map::FastMap;
+use crate::fast_map::{FastHasher, FastMap};
 use crate::plan::{EntityGroup, Fetch, FetchId, FetchKind, Plan, RootFetch, Step};
 use crate::server::request::RequestInput;
 use crate::supergraph::Supergraph;
@@ -100,7 +102,7 @@ struct Found {
 impl Found {
     /// Record `piece`'s errors (paths relative to `at`) and its staleness.
     fn note(&mut self, piece: &Piece, at: &[PathStep<'_>]) {
-        for e in piece.errors.iter() {
+        for e in piece.errors().iter() {
             let mut path = owned_path(at);
             path.extend(e.path.iter().cloned());
             self.errors.push(FoundError {
@@ -112,6 +114,35 @@ impl Found {
         }
         if let Some(stale_for) = piece.served_stale {
             self.stale.push((owned_path(at), stale_for));
+        }
+    }
+
+    /// Record the answer for `entity`, whose targets' places are spans of `steps`.
+    fn entity(
+        &mut self,
+        entity: &Entity<'_>,
+        steps: &[PathStep<'_>],
+        answer: Result<Piece, FetchError>,
+    ) {
+        match answer {
+            Err(e) => {
+                let message = e.to_string();
+                for (_, path) in &entity.targets {
+                    self.fail(owned_path(&steps[path.clone()]), message.clone());
+                }
+            }
+            Ok(piece) => {
+                for (_, path) in &entity.targets {
+                    self.note(&piece, &steps[path.clone()]);
+                }
+                if let Some(value) = piece.value() {
+                    let index = value.index();
+                    let tape = self.data.add_tape(piece.tape());
+                    for (target, _) in &entity.targets {
+                        self.data.merge(*target, Node { tape, index });
+                    }
+                }
+            }
         }
     }
 
@@ -143,8 +174,9 @@ struct Entity<'p> {
     item: Item,
     /// Its cache namespace (by its type).
     namespace: &'p Arc<str>,
-    /// The objects it is for (most entities are for one: held inline).
-    targets: SmallVec<[(Node, Vec<PathStep<'p>>); 1]>,
+    /// The objects it is for (most entities are for one: held inline), each with its
+    /// place in the response as a span of the fetch's steps ([`Data::targets`]).
+    targets: SmallVec<[(Node, Range<usize>); 1]>,
 }
 
 impl Executor {
@@ -250,7 +282,12 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn request(&self, fetch: FetchId, items: Vec<Item>) -> Arc<SubgraphRequest> {
+    fn request(
+        &self,
+        fetch: FetchId,
+        representations: Bytes,
+        items: Vec<Item>,
+    ) -> Arc<SubgraphRequest> {
         let executor = self.executor;
         Arc::new(SubgraphRequest {
             upstream: executor.upstream.clone(),
@@ -258,6 +295,7 @@ impl<'a> Run<'a> {
             plan: self.plan.clone(),
             input: self.input.clone(),
             fetch,
+            representations,
             items,
             kept: executor.cache.is_some(),
         })
@@ -268,9 +306,10 @@ impl<'a> Run<'a> {
     fn refetch(
         &self,
         fetch: FetchId,
+        representations: Bytes,
         items: Vec<Item>,
     ) -> impl Fn(Vec<usize>) -> Refetch + Send + Sync + 'static {
-        let request = self.request(fetch, items);
+        let request = self.request(fetch, representations, items);
         move |asked| request.clone().send(asked)
     }
 
@@ -291,15 +330,15 @@ impl<'a> Run<'a> {
             _ => None,
         };
         if let (Some(cache), Some(call)) = (cache, &call) {
-            if let Some(piece) =
-                cache.hit_at(call, self.plan.origin, now, || self.refetch(id, Vec::new()))
-            {
+            if let Some(piece) = cache.hit_at(call, self.plan.origin, now, || {
+                self.refetch(id, Bytes::new(), Vec::new())
+            }) {
                 self.record_root(id, fetch, root, Ok(piece));
                 return None;
             }
         }
         Some(Box::pin(async move {
-            let request = self.request(id, Vec::new());
+            let request = self.request(id, Bytes::new(), Vec::new());
             let send = move |asked: Vec<usize>| request.clone().send(asked);
             let piece = match (cache, call) {
                 (Some(cache), Some(call)) => cache.fetch(&[call], self.plan.origin, send).await,
@@ -339,8 +378,13 @@ impl<'a> Run<'a> {
                         }
                     }
                     Some(at) => {
-                        for t in found.data.targets(at, &self.plan.root_sources, supergraph) {
-                            found.fail(owned_path(&t.path), message.clone());
+                        let mut steps = Vec::new();
+                        let targets =
+                            found
+                                .data
+                                .targets(at, &self.plan.root_sources, supergraph, &mut steps);
+                        for t in targets {
+                            found.fail(owned_path(&steps[t.path]), message.clone());
                         }
                     }
                 }
@@ -349,7 +393,7 @@ impl<'a> Run<'a> {
         };
         let Some(value) = piece.value() else {
             found.note(&piece, &[]);
-            if piece.errors.is_empty() {
+            if piece.errors().is_empty() {
                 let name = self.executor.upstream.name(fetch.subgraph).to_string();
                 for key in &root.keys {
                     found.fail(
@@ -373,14 +417,18 @@ impl<'a> Run<'a> {
                             .push((vec![PathItem::Key(key.to_string())], stale_for));
                     }
                 }
-                let tape = found.data.add_tape(piece.tape().clone());
+                let tape = found.data.add_tape(piece.tape());
                 found.data.add_root(id, Node { tape, index });
             }
             Some(at) => {
-                let targets = found.data.targets(at, &self.plan.root_sources, supergraph);
-                let tape = found.data.add_tape(piece.tape().clone());
+                let mut steps = Vec::new();
+                let targets =
+                    found
+                        .data
+                        .targets(at, &self.plan.root_sources, supergraph, &mut steps);
+                let tape = found.data.add_tape(piece.tape());
                 for t in targets {
-                    found.note(&piece, &t.path);
+                    found.note(&piece, &steps[t.path]);
                     if let Some(first) = t.view.first() {
                         found.data.merge(first, Node { tape, index });
                     }
@@ -391,6 +439,10 @@ impl<'a> Run<'a> {
 
     /// An entity fetch: every distinct representation once, through the cache.
     /// Hits are recorded at once; the misses' fetch is the future returned.
+    ///
+    /// The fetch's representations are written one after another into one buffer
+    /// (an item is a span of it), and its targets' places into one list of steps: a
+    /// fetch of hundreds of entities allocates for neither per entity.
     fn entities<'s>(
         &'s self,
         id: FetchId,
@@ -400,74 +452,90 @@ impl<'a> Run<'a> {
     ) -> Option<Boxed<'s>> {
         let supergraph = &*self.executor.supergraph;
         let mut entities: Vec<Entity<'a>> = Vec::with_capacity(4);
+        let mut steps: Vec<PathStep<'a>> = Vec::new();
+        let mut text: Vec<u8> = Vec::new();
         {
             let found = self.found.lock();
-            // Distinct representations per group: most fetches have one object, so
-            // the index is built only once a second one comes.
-            let mut index: Option<FastMap<(u32, Bytes), usize>> = None;
+            // Distinct representations per group, by a digest of their text: most
+            // fetches have one object, so the index is built only once a second
+            // one comes. A digest names a candidate, compared in full.
+            let digest = |bytes: &[u8]| FastHasher::default().hash_one(bytes);
+            let mut index: Option<FastMap<(u32, u64), usize>> = None;
             for (g, group) in groups.iter().enumerate() {
+                let g = g as u32;
                 for path in &group.paths {
-                    let targets = found
-                        .data
-                        .targets(path, &self.plan.root_sources, supergraph);
+                    let targets =
+                        found
+                            .data
+                            .targets(path, &self.plan.root_sources, supergraph, &mut steps);
                     entities.reserve(targets.len());
+                    // Room for a typical representation (`__typename` and a key) each.
+                    text.reserve(targets.len() * 48);
                     for target in targets {
                         let Some(primary) = target.view.first() else {
                             continue;
                         };
-                        let Some((mut representation, typename)) =
-                            found
-                                .data
-                                .representation(&target.view, &group.requires, supergraph)
-                        else {
+                        let start = text.len();
+                        let Some(typename) = found.data.representation(
+                            &target.view,
+                            &group.requires,
+                            supergraph,
+                            &mut text,
+                        ) else {
                             continue;
                         };
                         if !group.input_rewrites.is_empty() {
-                            representation = rewrites::apply_to_text(
+                            let rewritten = rewrites::apply_to_text(
                                 &group.input_rewrites,
-                                &representation,
+                                &text[start..],
                                 supergraph,
                             );
+                            text.truncate(start);
+                            text.extend_from_slice(&rewritten);
                         }
-                        let representation = Bytes::from(representation);
-                        let known = match &mut index {
-                            Some(index) => index.get(&(g as u32, representation.clone())).copied(),
-                            None => entities.iter().position(|e| {
-                                e.item.group == g as u32 && e.item.representation == representation
-                            }),
+                        let written = &text[start..];
+                        let same = |e: &Entity<'_>| {
+                            e.item.group == g && e.item.representation(&text) == written
+                        };
+                        let known = match &index {
+                            Some(index) => match index.get(&(g, digest(written))) {
+                                Some(&at) if same(&entities[at]) => Some(at),
+                                // Another representation with the same digest: look
+                                // through them all.
+                                Some(_) => entities.iter().position(same),
+                                None => None,
+                            },
+                            None => entities.iter().position(same),
                         };
                         let at = match known {
-                            Some(at) => at,
+                            Some(at) => {
+                                text.truncate(start);
+                                at
+                            }
                             None => {
-                                let namespace = group.namespace(typename.as_deref().unwrap_or(""));
+                                let item = Item {
+                                    group: g,
+                                    span: start as u32..text.len() as u32,
+                                };
                                 if let Some(index) = &mut index {
-                                    index
-                                        .insert((g as u32, representation.clone()), entities.len());
+                                    index.entry((g, digest(written))).or_insert(entities.len());
                                 } else if entities.len() >= 8 {
                                     // Room for every target of this path at once.
                                     let mut built = FastMap::with_capacity_and_hasher(
                                         entities.capacity(),
                                         Default::default(),
                                     );
-                                    built.extend(
-                                        entities
-                                            .iter()
-                                            .enumerate()
-                                            .map(|(i, e)| {
-                                                ((e.item.group, e.item.representation.clone()), i)
-                                            })
-                                            .chain([(
-                                                (g as u32, representation.clone()),
-                                                entities.len(),
-                                            )]),
-                                    );
+                                    for (i, e) in entities.iter().enumerate() {
+                                        let key =
+                                            (e.item.group, digest(e.item.representation(&text)));
+                                        built.entry(key).or_insert(i);
+                                    }
+                                    built.entry((g, digest(written))).or_insert(entities.len());
                                     index = Some(built);
                                 }
+                                let namespace = group.namespace(typename.as_deref().unwrap_or(""));
                                 entities.push(Entity {
-                                    item: Item {
-                                        group: g as u32,
-                                        representation,
-                                    },
+                                    item,
                                     namespace,
                                     targets: SmallVec::new(),
                                 });
@@ -482,32 +550,38 @@ impl<'a> Run<'a> {
         if entities.is_empty() {
             return None;
         }
+        let representations = Bytes::from(text);
         let cache = self.executor.cache.as_deref();
         let Some(cache) = cache else {
             return Some(Box::pin(async move {
                 let items = entities.iter().map(|e| e.item.clone()).collect();
                 let answers = self
-                    .request(id, items)
+                    .request(id, representations, items)
                     .send((0..entities.len()).collect())
                     .await;
+                // One lock for the fetch's answers, not one per entity.
+                let mut found = self.found.lock();
                 for (entity, answer) in entities.iter().zip(answers) {
-                    self.record_entity(entity, answer);
+                    found.entity(entity, &steps, answer);
                 }
             }));
         };
         // What the cache has at once, before any future.
         let mut misses: Vec<(usize, Call)> = Vec::new();
+        let mut found = self.found.lock();
         for (i, entity) in entities.iter().enumerate() {
             let group = &groups[entity.item.group as usize];
-            let representation = std::str::from_utf8(&entity.item.representation).unwrap_or("");
+            let representation =
+                std::str::from_utf8(entity.item.representation(&representations)).unwrap_or("");
             let call =
                 cache.entity_call(fetch, group, entity.namespace, representation, self.input);
-            let refresher = || self.refetch(id, vec![entity.item.clone()]);
+            let refresher = || self.refetch(id, representations.clone(), vec![entity.item.clone()]);
             match cache.hit_at(&call, self.plan.origin, now, refresher) {
-                Some(piece) => self.record_entity(entity, Ok(piece)),
+                Some(piece) => found.entity(entity, &steps, Ok(piece)),
                 None => misses.push((i, call)),
             }
         }
+        drop(found);
         if misses.is_empty() {
             return None;
         }
@@ -516,40 +590,17 @@ impl<'a> Run<'a> {
                 .iter()
                 .map(|(i, _)| entities[*i].item.clone())
                 .collect();
-            let request = self.request(id, items);
+            let request = self.request(id, representations, items);
             let (indices, calls): (Vec<usize>, Vec<Call>) = misses.into_iter().unzip();
             let answers = cache
                 .fetch(&calls, self.plan.origin, move |asked| {
                     request.clone().send(asked)
                 })
                 .await;
+            let mut found = self.found.lock();
             for (i, answer) in indices.into_iter().zip(answers) {
-                self.record_entity(&entities[i], answer);
+                found.entity(&entities[i], &steps, answer);
             }
         }))
-    }
-
-    fn record_entity(&self, entity: &Entity<'_>, answer: Result<Piece, FetchError>) {
-        let mut found = self.found.lock();
-        match answer {
-            Err(e) => {
-                let message = e.to_string();
-                for (_, path) in &entity.targets {
-                    found.fail(owned_path(path), message.clone());
-                }
-            }
-            Ok(piece) => {
-                for (_, path) in &entity.targets {
-                    found.note(&piece, path);
-                }
-                if let Some(value) = piece.value() {
-                    let index = value.index();
-                    let tape = found.data.add_tape(piece.tape().clone());
-                    for (target, _) in &entity.targets {
-                        found.data.merge(*target, Node { tape, index });
-                    }
-                }
-            }
-        }
     }
 }

@@ -18,6 +18,7 @@
 //!
 //! The planner's output rewrites are applied to the answer before it is read.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -34,11 +35,19 @@ use crate::upstream::{
     UpstreamResponse,
 };
 
-/// One item of an entity fetch: its group, and its representation.
+/// One item of an entity fetch: its group, and where its representation is in the
+/// fetch's [`SubgraphRequest::representations`].
 #[derive(Debug, Clone)]
 pub struct Item {
     pub group: u32,
-    pub representation: Bytes,
+    pub span: Range<u32>,
+}
+
+impl Item {
+    /// Its representation, out of the fetch's `representations`.
+    pub fn representation<'r>(&self, representations: &'r [u8]) -> &'r [u8] {
+        &representations[self.span.start as usize..self.span.end as usize]
+    }
 }
 
 /// A fetch's request, for some of its items.
@@ -48,6 +57,9 @@ pub struct SubgraphRequest {
     pub plan: Arc<Plan>,
     pub input: Arc<RequestInput>,
     pub fetch: FetchId,
+    /// An entity fetch's distinct representations, one after another (empty for a
+    /// root fetch): written into one buffer, so an item costs no allocation.
+    pub representations: Bytes,
     /// An entity fetch's items (none for a root fetch).
     pub items: Vec<Item>,
     /// Whether a cache may keep the pieces: then each entity is copied out of the
@@ -139,7 +151,7 @@ impl SubgraphRequest {
                             out.push(b',');
                         }
                         n += 1;
-                        out.extend_from_slice(&item.representation);
+                        out.extend_from_slice(item.representation(&self.representations));
                     }
                 }
                 out.push(b']');

@@ -18,6 +18,7 @@
 //! the data this way.
 
 use std::borrow::Cow;
+use std::ops::Range;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
@@ -152,10 +153,12 @@ pub fn owned_path(path: &[PathStep<'_>]) -> Vec<PathItem> {
         .collect()
 }
 
-/// An object to fetch entities for: its view, and its place in the response.
-pub struct Target<'p> {
+/// An object to fetch entities for: its view, and its place in the response (a
+/// span of the steps [`Data::targets`] wrote, so that a place costs no allocation of
+/// its own: it is read only to report an error there).
+pub struct Target {
     pub view: Nodes,
-    pub path: Vec<PathStep<'p>>,
+    pub path: Range<usize>,
 }
 
 /// Everything one request's fetches found.
@@ -221,13 +224,13 @@ impl Data {
 
     /// Keep `tape`; the same tape as the last one kept (the entities of one answer,
     /// read where they are) keeps its id.
-    pub fn add_tape(&mut self, tape: Arc<Tape>) -> TapeId {
+    pub fn add_tape(&mut self, tape: &Arc<Tape>) -> TapeId {
         if let Some(last) = self.tapes.last() {
-            if Arc::ptr_eq(last, &tape) {
+            if Arc::ptr_eq(last, tape) {
                 return (self.tapes.len() - 1) as TapeId;
             }
         }
-        self.tapes.push(tape);
+        self.tapes.push(tape.clone());
         self.merged_into.push(Span::EMPTY);
         (self.tapes.len() - 1) as TapeId
     }
@@ -442,38 +445,40 @@ impl Data {
         if let (Some(node), true) = (view.first, view.rest.is_empty()) {
             return self.value(node).get("__typename").and_then(|t| t.as_str());
         }
-        let names: Vec<Cow<'s, str>> = view
-            .iter()
-            .filter_map(|node| self.value(node).get("__typename").and_then(|t| t.as_str()))
-            .collect();
-        match names.split_first() {
-            None => None,
-            Some((first, rest)) if rest.iter().all(|n| n == first) => Some(first.clone()),
-            Some((first, _)) => names
-                .iter()
-                .find(|n| supergraph.fields_of(n).is_some() && !supergraph.is_abstract(n))
-                .or(Some(first))
-                .cloned(),
+        // Read in place (no list of names is built): the usual merged view's answers
+        // all name one type, which the first pass finds.
+        let names = || {
+            view.iter()
+                .filter_map(|node| self.value(node).get("__typename").and_then(|t| t.as_str()))
+        };
+        let first = names().next()?;
+        if names().skip(1).all(|n| n == first) {
+            return Some(first);
         }
+        names()
+            .find(|n| supergraph.fields_of(n).is_some() && !supergraph.is_abstract(n))
+            .or(Some(first))
     }
 
-    /// The objects at `path`, each with its view and its place in the response
-    /// (`sources` says which root answer holds a root field).
+    /// The objects at `path`, each with its view and its place in the response, as
+    /// a span of `steps`, where the places are appended (`sources` says which root
+    /// answer holds a root field).
     pub fn targets<'p>(
         &self,
         path: &'p [PathSegment],
         sources: &RootSources,
         supergraph: &Supergraph,
-    ) -> SmallVec<[Target<'p>; 1]> {
+        steps: &mut Vec<PathStep<'p>>,
+    ) -> SmallVec<[Target; 1]> {
         let mut out = SmallVec::new();
         // A place's steps: a key per segment, and an index per list on the way (held
-        // inline for the usual depths: no allocation but each target's own path).
+        // inline for the usual depths; each target's are copied to `steps`).
         let mut at = SmallVec::<[PathStep<'p>; 8]>::new();
         let root = match path.first() {
             Some(PathSegment::Field(key)) => self.root_answers(sources, key),
             _ => self.root_view(),
         };
-        self.walk(&root, path, &mut at, supergraph, &mut out);
+        self.walk(&root, path, &mut at, supergraph, steps, &mut out);
         out
     }
 
@@ -483,7 +488,8 @@ impl Data {
         path: &'p [PathSegment],
         at: &mut SmallVec<[PathStep<'p>; 8]>,
         supergraph: &Supergraph,
-        out: &mut SmallVec<[Target<'p>; 1]>,
+        steps: &mut Vec<PathStep<'p>>,
+        out: &mut SmallVec<[Target; 1]>,
     ) {
         let Some(first) = values.first() else {
             return;
@@ -497,21 +503,25 @@ impl Data {
                 };
                 for (i, item) in self.elements(values).enumerate() {
                     at.push(PathStep::Index(i));
-                    self.walk(&item, rest, at, supergraph, out);
+                    self.walk(&item, rest, at, supergraph, steps, out);
                     at.pop();
                 }
             }
             Kind::Object => {
                 let view = self.view_of(values);
                 match path.first() {
-                    None => out.push(Target {
-                        view,
-                        path: at.to_vec(),
-                    }),
+                    None => {
+                        let start = steps.len();
+                        steps.extend_from_slice(at);
+                        out.push(Target {
+                            view,
+                            path: start..steps.len(),
+                        });
+                    }
                     Some(PathSegment::Field(key)) => {
                         let (child, _) = self.member(&view, key);
                         at.push(PathStep::Key(key));
-                        self.walk(&child, &path[1..], at, supergraph, out);
+                        self.walk(&child, &path[1..], at, supergraph, steps, out);
                         at.pop();
                     }
                     Some(PathSegment::Types(types)) => {
@@ -520,7 +530,7 @@ impl Data {
                             None => true,
                         };
                         if matches {
-                            self.walk(values, &path[1..], at, supergraph, out);
+                            self.walk(values, &path[1..], at, supergraph, steps, out);
                         }
                     }
                     Some(PathSegment::List) => {}

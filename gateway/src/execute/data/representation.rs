@@ -16,16 +16,17 @@ use crate::supergraph::Supergraph;
 
 impl Data {
     /// The representation of the object `view` for an entity fetch that requires
-    /// `requires` (`__typename`, key fields, `@requires` inputs), as JSON, and the
-    /// object's type as its answers name it ([`Data::typename`]); `None` when the
-    /// object has none of the fields.
+    /// `requires` (`__typename`, key fields, `@requires` inputs), as JSON appended to
+    /// `out`, and the object's type as its answers name it ([`Data::typename`]);
+    /// `None`, with `out` as it was, when the object has none of the fields.
     pub fn representation<'s>(
         &'s self,
         view: &Nodes,
         requires: &[SelectionItem],
         supergraph: &Supergraph,
-    ) -> Option<(Vec<u8>, Option<Cow<'s, str>>)> {
-        let mut out = Vec::with_capacity(64);
+        out: &mut Vec<u8>,
+    ) -> Option<Option<Cow<'s, str>>> {
+        let start = out.len();
         let named = self.typename(view, supergraph);
         // An object type's answer may come without `__typename` (the fetch that would
         // have asked for it was skipped): its requirement's type condition names it.
@@ -44,7 +45,7 @@ impl Data {
         let mut first = true;
         if let Some(t) = &ty {
             out.extend_from_slice(b"\"__typename\":");
-            json_string(&mut out, t);
+            json_string(out, t);
             first = false;
         }
         let mut wrote = false;
@@ -53,7 +54,7 @@ impl Data {
             requires,
             ty.as_deref(),
             supergraph,
-            &mut out,
+            out,
             &mut first,
             &mut wrote,
         );
@@ -61,10 +62,11 @@ impl Data {
             .iter()
             .all(|i| matches!(i, SelectionItem::Field(f) if f.name == "__typename"));
         if !(wrote || only_typename && ty.is_some()) {
+            out.truncate(start);
             return None;
         }
         out.push(b'}');
-        Some((out, named))
+        Some(named)
     }
 
     /// Write the members of `requires` found in `view` (an object of type `ty`);
