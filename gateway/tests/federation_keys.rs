@@ -43,7 +43,11 @@ fn seller_lookup(table: Json) -> impl Fn(&Json) -> Json + Send + Sync {
 }
 
 fn products() -> Subgraph {
-    let all = products_table();
+    products_of(products_table())
+}
+
+/// `products`, listing the products of `all` (rows of `products_table`'s shape).
+fn products_of(all: Json) -> Subgraph {
     let sellers: Vec<Json> = all
         .as_array()
         .unwrap()
@@ -148,11 +152,15 @@ fn inventory() -> Subgraph {
 }
 
 fn pricing() -> Subgraph {
-    let prices = json!([
+    pricing_of(json!([
         { "__typename": "Product", "id": "p1", "price": 30 },
         { "__typename": "Product", "id": "p2", "price": 45 },
         { "__typename": "Product", "id": "p3", "price": 8 },
-    ]);
+    ]))
+}
+
+/// `pricing`, with the product prices `prices`.
+fn pricing_of(prices: Json) -> Subgraph {
     let values = json!([
         { "__typename": "Stock", "sku": "k1", "warehouse": "north", "value": 90 },
         { "__typename": "Stock", "sku": "k1", "warehouse": "south", "value": 0 },
@@ -479,4 +487,52 @@ async fn with_the_cache_on_every_key_form_answers_as_without_it_and_a_repeat_ask
             "{query}: a repeat within the ttl asked {asked:?}"
         );
     }
+}
+
+/// Past eight objects an entity fetch finds a repeated representation through an
+/// index of their texts: twelve distinct products, each listed twice (in two
+/// orders), are asked of `pricing` once each, in the order first met, and every
+/// listing gets its own price.
+#[tokio::test]
+async fn an_entity_fetch_asks_each_distinct_representation_once_past_its_index() {
+    let ids: Vec<usize> = (1..=12).chain((1..=12).rev()).collect();
+    let rows: Vec<Json> = ids
+        .iter()
+        .map(|i| {
+            json!({ "__typename": "Product", "id": format!("p{i}"), "sku": format!("k{i}"),
+                    "name": format!("Item {i}"), "seller": { "handle": "brew", "market": market("FR") } })
+        })
+        .collect();
+    let prices: Vec<Json> = (1..=12)
+        .map(|i| json!({ "__typename": "Product", "id": format!("p{i}"), "price": i * 10 }))
+        .collect();
+    let fed = Federation::start(
+        GRAPH,
+        vec![
+            products_of(Json::Array(rows)),
+            inventory(),
+            pricing_of(Json::Array(prices)),
+            reviews(),
+        ],
+    )
+    .await;
+    let answer = fed.query("{ products { id price } }").await;
+    let expected: Vec<Json> = ids
+        .iter()
+        .map(|i| json!({ "id": format!("p{i}"), "price": i * 10 }))
+        .collect();
+    assert_eq!(answer, json!({ "data": { "products": expected } }));
+    let asked: Vec<Json> = (1..=12)
+        .map(|i| json!({ "__typename": "Product", "id": format!("p{i}") }))
+        .collect();
+    assert_eq!(fed.representations("pricing"), asked);
+    assert_eq!(
+        fed.counts(),
+        [
+            ("products", 1),
+            ("inventory", 0),
+            ("pricing", 1),
+            ("reviews", 0)
+        ]
+    );
 }
