@@ -8,6 +8,9 @@ use tokio::net::TcpStream;
 use crate::head::{self, BodyLength};
 use crate::{fill, io_error, AnswerRules, ExchangeError};
 
+/// The most of an answer's announced body reserved before it has come.
+const RESERVED_AT_ONCE: usize = 1 << 20;
+
 /// One answer, read whole.
 #[derive(Debug, Clone)]
 pub struct Answer {
@@ -33,6 +36,11 @@ pub(crate) async fn read(
             if length > rules.max_body {
                 return Err(ExchangeError::TooLarge);
             }
+            // Room for the whole body at once: grown a read at a time, a 100 KB body
+            // was copied into a larger buffer again and again as it came. Up to
+            // 1 MiB only, so that a peer that names a large length and sends little
+            // holds no more memory than it sends beyond that.
+            buffer.reserve(length.saturating_sub(buffer.len()).min(RESERVED_AT_ONCE));
             while buffer.len() < length {
                 fill(stream, buffer).await?;
             }

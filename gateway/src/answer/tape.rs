@@ -363,10 +363,13 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 
 /// Bytes the parser found to be UTF-8 without escapes.
 fn plain(bytes: &[u8]) -> &str {
-    // The whole text was checked to be UTF-8, and a string's bytes between its quotes
-    // start and end on character boundaries (quotes are ASCII); `from_utf8` here
-    // costs a scan, but never fails.
-    std::str::from_utf8(bytes).unwrap_or_default()
+    debug_assert!(std::str::from_utf8(bytes).is_ok());
+    // SAFETY: every tape's text is UTF-8 (`Tape::parse` checks the whole text first,
+    // and `Value::to_tape` copies a value's span of such a text, which starts and
+    // ends at ASCII bytes), and a string's bytes between its quotes, like a key's,
+    // start and end on character boundaries (quotes are ASCII). Checking again cost
+    // a scan of every string read, 2.7% of a deep request's instructions.
+    unsafe { std::str::from_utf8_unchecked(bytes) }
 }
 
 fn decode_key(raw: &[u8]) -> Cow<'static, str> {
