@@ -466,8 +466,8 @@ gateway = ["--ttl", "60"]
             // perf sees the whole process: kernel and libc frames, ≥ 90% of its CPU.
             // Above 1 is not a defect of the profile: a quick run's gateway gets a
             // fraction of a second of CPU, /proc counts it in 10 ms ticks, and on a
-            // shared VM perf's sampling timer runs on wall time while the scheduler's
-            // clock leaves out the time the host took the core away. Clean CI clones
+            // shared VM the sampling timer may count time the host took the core away,
+            // which the scheduler's clock leaves out (not measured apart). CI clones
             // measured 1.17 and 1.61 for TTL 60, where the gateway mostly waits on
             // sockets and runs in short slices. The upper bound only catches a double
             // count (every sample taken twice, or one process's CPU set against two).
