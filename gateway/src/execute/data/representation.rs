@@ -80,11 +80,8 @@ impl Data {
             return None;
         }
         let named = typename.as_str()?;
-        if let Some(condition) = condition {
-            if !(supergraph.satisfies(&named, condition) || supergraph.satisfies(condition, &named))
-            {
-                return None;
-            }
+        if condition.is_some_and(|c| !applies(supergraph, &named, c)) {
+            return None;
         }
         let start = out.len();
         out.extend_from_slice(b"{\"__typename\":");
@@ -208,11 +205,7 @@ impl Data {
                     *wrote = true;
                 }
                 SelectionItem::InlineFragment(i) => {
-                    let applies = ty.is_none_or(|t| {
-                        supergraph.satisfies(t, &i.type_condition)
-                            || supergraph.satisfies(&i.type_condition, t)
-                    });
-                    if applies {
+                    if ty.is_none_or(|t| applies(supergraph, t, &i.type_condition)) {
                         self.project(view, &i.selections.items, ty, supergraph, out, first, wrote);
                     }
                 }
@@ -284,6 +277,13 @@ impl Data {
             }
         }
     }
+}
+
+/// Whether a requirement's inline fragment on `condition` applies to an object of
+/// type `ty`: either type is the other or one of its own (an interface object's
+/// answer names its interface). The flat and the projected representation must agree.
+fn applies(supergraph: &Supergraph, ty: &str, condition: &str) -> bool {
+    supergraph.satisfies(ty, condition) || supergraph.satisfies(condition, ty)
 }
 
 /// `s` as a JSON string: written as it is between quotes when no byte of it needs
