@@ -326,3 +326,31 @@ async fn answers_laid_out_otherwise_than_the_last_are_still_read_by_their_keys()
     }
     assert_eq!(fed.requests("products"), 4);
 }
+
+#[tokio::test]
+async fn a_key_a_subgraph_was_not_asked_for_is_never_read() {
+    // `products` was asked for each product's `id`, and answers `score` and `stars`
+    // too, with other values; the plan says `reviews` answers those two. Its answer
+    // comes first in each product's view, so a gateway that looked for every key in
+    // every answer would take its `score`, and merge its `stars` into the list
+    // `reviews` gave: data that looks right and is not.
+    let talkative = products().tamper(|_, answer| {
+        if let Some(Json::Array(list)) = answer.pointer_mut("/data/products") {
+            for product in list.iter_mut() {
+                if let Json::Object(product) = product {
+                    product.insert("score".into(), json!(0));
+                    product.insert("stars".into(), json!([0, 0, 0]));
+                }
+            }
+        }
+    });
+    let fed = Federation::start(GRAPH, vec![talkative, reviews(|_, _| {})]).await;
+    let expected = json!({ "data": { "products": [
+        { "id": "p1", "score": 9, "stars": [5, 4] },
+        { "id": "p2", "score": 7, "stars": [3] },
+    ] } });
+    // Twice: the second request reads where the first found each field.
+    for _ in 0..2 {
+        assert_eq!(fed.query("{ products { id score stars } }").await, expected);
+    }
+}

@@ -51,7 +51,7 @@ use crate::answer::piece::Piece;
 use crate::caching::{Call, ResolverCache};
 use crate::documents::validation::Validator;
 use crate::fast_map::{FastHasher, FastMap};
-use crate::plan::{EntityGroup, Fetch, FetchId, FetchKind, Plan, RootFetch, Step};
+use crate::plan::{EntityGroup, Fetch, FetchId, FetchKind, Plan, RootFetch, Sources, Step};
 use crate::server::request::RequestInput;
 use crate::supergraph::Supergraph;
 use crate::upstream::{FetchError, PathItem, Upstream};
@@ -117,12 +117,14 @@ impl Found {
         }
     }
 
-    /// Record the answer for `entity`, whose targets' places are spans of `steps`.
+    /// Record the answer for `entity`, whose targets' places are spans of `steps`,
+    /// from the fetches `by` ([`Sources::ALL`] for a cache's answer).
     fn entity(
         &mut self,
         entity: &Entity<'_>,
         steps: &[PathStep<'_>],
         answer: Result<Piece, FetchError>,
+        by: Sources,
     ) {
         match answer {
             Err(e) => {
@@ -137,7 +139,7 @@ impl Found {
                 }
                 if let Some(value) = piece.value() {
                     let index = value.index();
-                    let tape = self.data.add_tape(piece.tape());
+                    let tape = self.data.add_tape(piece.tape(), by);
                     for (target, _) in &entity.targets {
                         self.data.merge(*target, Node { tape, index });
                     }
@@ -333,19 +335,23 @@ impl<'a> Run<'a> {
             if let Some(piece) = cache.hit_at(call, self.plan.origin, now, || {
                 self.refetch(id, Bytes::new(), Vec::new())
             }) {
-                self.record_root(id, fetch, root, Ok(piece));
+                self.record_root(id, fetch, root, Ok(piece), Sources::ALL);
                 return None;
             }
         }
         Some(Box::pin(async move {
             let request = self.request(id, Bytes::new(), Vec::new());
             let send = move |asked: Vec<usize>| request.clone().send(asked);
-            let piece = match (cache, call) {
-                (Some(cache), Some(call)) => cache.fetch(&[call], self.plan.origin, send).await,
-                _ => send(vec![0]).await,
-            }
-            .pop()
-            .unwrap_or_else(|| {
+            // What the cache gives may be another operation's answer; what this fetch
+            // gets is its own.
+            let (mut pieces, by) = match (cache, call) {
+                (Some(cache), Some(call)) => (
+                    cache.fetch(&[call], self.plan.origin, send).await,
+                    Sources::ALL,
+                ),
+                _ => (send(vec![0]).await, Sources::of_fetch(id)),
+            };
+            let piece = pieces.pop().unwrap_or_else(|| {
                 Err(FetchError::Unavailable {
                     subgraph: self.executor.upstream.name(fetch.subgraph).to_string(),
                     detail: "no answer".into(),
@@ -354,7 +360,7 @@ impl<'a> Run<'a> {
             if let (true, Some(cache), Ok(piece)) = (fetch.mutation, cache, &piece) {
                 cache.after_mutation(&root.namespace, piece).await;
             }
-            self.record_root(id, fetch, root, piece);
+            self.record_root(id, fetch, root, piece, by);
         }))
     }
 
@@ -364,6 +370,7 @@ impl<'a> Run<'a> {
         fetch: &Fetch,
         root: &RootFetch,
         piece: Result<Piece, FetchError>,
+        by: Sources,
     ) {
         let supergraph = &*self.executor.supergraph;
         let mut found = self.found.lock();
@@ -417,7 +424,7 @@ impl<'a> Run<'a> {
                             .push((vec![PathItem::Key(key.to_string())], stale_for));
                     }
                 }
-                let tape = found.data.add_tape(piece.tape());
+                let tape = found.data.add_tape(piece.tape(), by);
                 found.data.add_root(id, Node { tape, index });
             }
             Some(at) => {
@@ -426,7 +433,7 @@ impl<'a> Run<'a> {
                     found
                         .data
                         .targets(at, &self.plan.root_sources, supergraph, &mut steps);
-                let tape = found.data.add_tape(piece.tape());
+                let tape = found.data.add_tape(piece.tape(), by);
                 for t in targets {
                     found.note(&piece, &steps[t.path]);
                     if let Some(first) = t.view.first() {
@@ -562,7 +569,7 @@ impl<'a> Run<'a> {
                 // One lock for the fetch's answers, not one per entity.
                 let mut found = self.found.lock();
                 for (entity, answer) in entities.iter().zip(answers) {
-                    found.entity(entity, &steps, answer);
+                    found.entity(entity, &steps, answer, Sources::of_fetch(id));
                 }
             }));
         };
@@ -577,7 +584,7 @@ impl<'a> Run<'a> {
                 cache.entity_call(fetch, group, entity.namespace, representation, self.input);
             let refresher = || self.refetch(id, representations.clone(), vec![entity.item.clone()]);
             match cache.hit_at(&call, self.plan.origin, now, refresher) {
-                Some(piece) => found.entity(entity, &steps, Ok(piece)),
+                Some(piece) => found.entity(entity, &steps, Ok(piece), Sources::ALL),
                 None => misses.push((i, call)),
             }
         }
@@ -599,7 +606,7 @@ impl<'a> Run<'a> {
                 .await;
             let mut found = self.found.lock();
             for (i, answer) in indices.into_iter().zip(answers) {
-                found.entity(&entities[i], &steps, answer);
+                found.entity(&entities[i], &steps, answer, Sources::ALL);
             }
         }))
     }

@@ -99,6 +99,7 @@ pub fn compile(
         heap_size: 0,
         sizes: SizeHints::default(),
     };
+    super::sources::assign(&mut plan);
     plan.heap_size = heap_size(&plan);
     Ok(plan)
 }
@@ -495,7 +496,9 @@ fn path(segments: &[FlattenNodePathSegment]) -> Vec<PathSegment> {
     segments
         .iter()
         .map(|s| match s {
-            FlattenNodePathSegment::Field(f) => PathSegment::Field(f.as_str().into()),
+            FlattenNodePathSegment::Field(f) => {
+                PathSegment::Field(f.as_str().into(), super::Sources::ALL)
+            }
             FlattenNodePathSegment::List => PathSegment::List,
             FlattenNodePathSegment::TypeCondition(types) => {
                 PathSegment::Types(types.iter().cloned().collect())

@@ -27,6 +27,7 @@ mod fields;
 mod operation;
 mod shape;
 mod sizes;
+mod sources;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -41,6 +42,7 @@ use hive_router_query_planner::planner::Planner as HivePlanner;
 pub use fields::{Conditions, DocumentView};
 pub use shape::{FieldKind, MemberHint, OutField, Scalar, Selection, Shape, Variant};
 pub use sizes::SizeHints;
+pub use sources::Sources;
 
 use crate::supergraph::{SubgraphId, Supergraph};
 
@@ -222,8 +224,9 @@ impl EntityGroup {
 /// One step of a path into the response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PathSegment {
-    /// The field under this response key.
-    Field(Box<str>),
+    /// The field under this response key, and the fetches whose answers may hold
+    /// it ([`Sources`]).
+    Field(Box<str>, Sources),
     /// Every item of a list.
     List,
     /// Objects of one of these types only.
@@ -350,7 +353,7 @@ mod tests {
 
     #[test]
     fn a_root_field_has_a_source_only_when_one_root_fetch_alone_answers_it() {
-        let field = |k: &str| PathSegment::Field(Box::from(k));
+        let field = |k: &str| PathSegment::Field(Box::from(k), Sources::ALL);
         let fetches = vec![
             root(&["me"], None),
             root(&["top"], None),

@@ -15,7 +15,7 @@ use async_graphql_parser::types::{BaseType, SelectionSet, Type};
 use async_graphql_parser::Pos;
 
 use super::fields::{DocumentView, Merged};
-use super::PlanError;
+use super::{PlanError, Sources};
 use crate::supergraph::{base_name, Supergraph};
 
 /// Most fields a plan's shape may hold, variants included (a document asking for
@@ -60,6 +60,9 @@ pub struct OutField {
     pub single_source: bool,
     /// Where the writer found this field's value last time.
     pub hint: MemberHint,
+    /// The fetches whose answers may hold it (set once the plan's fetches are
+    /// known).
+    pub sources: Sources,
     /// `Type.field`, for errors.
     pub coordinate: Box<str>,
     /// Where the field is in the document (for errors' `locations`).
@@ -80,6 +83,7 @@ impl OutField {
             key_json,
             single_source,
             hint: MemberHint::default(),
+            sources: Sources::ALL,
             coordinate,
             pos,
             shape,

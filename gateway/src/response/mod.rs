@@ -339,7 +339,8 @@ impl<'a> Writer<'a> {
             return false;
         };
         let data = self.data;
-        let Some(node) = data.hinted_member(view, &field.key, &field.hint, cursor) else {
+        let Some(node) = data.hinted_member(view, &field.key, field.sources, &field.hint, cursor)
+        else {
             return false;
         };
         let value = data.value(node);
@@ -365,7 +366,7 @@ impl<'a> Writer<'a> {
         // of a merged view that holds it.
         let exclusive = field.single_source || view.is_single();
         let hinted = match exclusive {
-            true => data.hinted_member(view, &field.key, &field.hint, cursor),
+            true => data.hinted_member(view, &field.key, field.sources, &field.hint, cursor),
             false => None,
         };
         let (values, null) = match hinted {
@@ -374,8 +375,10 @@ impl<'a> Writer<'a> {
                 return self.scalar(out, &data.value(node), field, 0)
             }
             Some(node) => (Nodes::one(node), false),
-            None if exclusive => data.member_hinting(view, &field.key, &field.hint, cursor),
-            None => data.member(view, &field.key),
+            None if exclusive => {
+                data.member_hinting(view, &field.key, field.sources, &field.hint, cursor)
+            }
+            None => data.member(view, &field.key, field.sources),
         };
         if !values.is_empty() {
             return self.value(out, &values, field, 0);

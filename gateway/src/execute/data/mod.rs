@@ -16,6 +16,10 @@
 //! finds them. Both the walks that build entity representations ([`Data::targets`],
 //! [`Data::representation`]) and the response writer ([`crate::response`]) read
 //! the data this way.
+//!
+//! Each tape also carries the fetch its answers came from, so a look-up reads only
+//! the answers whose request named the key it looks for ([`Sources`]): fewer reads,
+//! and never a key a subgraph was not asked for.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -25,7 +29,7 @@ use smallvec::SmallVec;
 
 use crate::answer::tape::{Children, Kind, Tape, Value};
 use crate::fast_map::FastMap;
-use crate::plan::{FetchId, MemberHint, PathSegment, RootSources};
+use crate::plan::{FetchId, MemberHint, PathSegment, RootSources, Sources};
 use crate::supergraph::Supergraph;
 use crate::upstream::PathItem;
 
@@ -54,12 +58,10 @@ impl Node {
 /// The values at one place of the response, one per answer that has one. Most
 /// places have one, a merged object a few (its root answer and an entity answer
 /// per subgraph that adds to it): up to four are held inline, so building a view
-/// allocates only for an object more than four answers stand at.
+/// allocates only for an object more than four answers stand at. They are one
+/// slice, read in one pass.
 #[derive(Debug, Clone, Default)]
-pub struct Nodes {
-    first: Option<Node>,
-    rest: SmallVec<[Node; 3]>,
-}
+pub struct Nodes(SmallVec<[Node; 4]>);
 
 /// The items of a merged list ([`Data::elements`]).
 pub struct Elements<'d> {
@@ -97,34 +99,42 @@ impl Iterator for Elements<'_> {
 
 impl Nodes {
     pub fn one(node: Node) -> Nodes {
-        Nodes {
-            first: Some(node),
-            rest: SmallVec::new(),
-        }
+        let mut nodes = SmallVec::new();
+        nodes.push(node);
+        Nodes(nodes)
     }
 
     pub fn push(&mut self, node: Node) {
-        match self.first {
-            None => self.first = Some(node),
-            Some(_) => self.rest.push(node),
-        }
+        self.0.push(node);
     }
 
+    #[inline]
     pub fn first(&self) -> Option<Node> {
-        self.first
+        self.0.first().copied()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.first.is_none()
+        self.0.is_empty()
     }
 
+    #[inline]
     pub fn iter(&self) -> impl Iterator<Item = Node> + '_ {
-        self.first.into_iter().chain(self.rest.iter().copied())
+        self.0.iter().copied()
     }
 
     /// Whether it holds at most one value.
+    #[inline]
     pub fn is_single(&self) -> bool {
-        self.rest.is_empty()
+        self.0.len() <= 1
+    }
+
+    /// Its one value, when it holds exactly one.
+    #[inline]
+    fn only(&self) -> Option<Node> {
+        match self.0.as_slice() {
+            [node] => Some(*node),
+            _ => None,
+        }
     }
 }
 
@@ -165,6 +175,9 @@ pub struct Target {
 #[derive(Default)]
 pub struct Data {
     tapes: Vec<Arc<Tape>>,
+    /// Per tape, the fetches its answers came from ([`Sources`]): a look-up skips
+    /// the answers that cannot hold the key it looks for.
+    answered_by: Vec<Sources>,
     /// Each root fetch's `data` object, with the fetch it answers.
     roots: SmallVec<[(FetchId, Node); 4]>,
     /// Per object, the entity answers merged into it, in order.
@@ -205,6 +218,7 @@ impl Data {
     pub fn with_capacity(answers: usize, merges: usize) -> Data {
         Data {
             tapes: Vec::with_capacity(answers),
+            answered_by: Vec::with_capacity(answers),
             merged_into: Vec::with_capacity(answers),
             merges: FastMap::with_capacity_and_hasher(merges, Default::default()),
             ..Data::default()
@@ -222,15 +236,19 @@ impl Data {
         self.tapes.iter()
     }
 
-    /// Keep `tape`; the same tape as the last one kept (the entities of one answer,
-    /// read where they are) keeps its id.
-    pub fn add_tape(&mut self, tape: &Arc<Tape>) -> TapeId {
+    /// Keep `tape`, whose answers came from the fetches `by` ([`Sources::ALL`] when
+    /// that is not known for sure: a cache's answer); the same tape as the last one
+    /// kept (the entities of one answer, read where they are) keeps its id.
+    pub fn add_tape(&mut self, tape: &Arc<Tape>, by: Sources) -> TapeId {
         if let Some(last) = self.tapes.last() {
             if Arc::ptr_eq(last, tape) {
-                return (self.tapes.len() - 1) as TapeId;
+                let id = self.tapes.len() - 1;
+                self.answered_by[id] = self.answered_by[id].union(by);
+                return id as TapeId;
             }
         }
         self.tapes.push(tape.clone());
+        self.answered_by.push(by);
         self.merged_into.push(Span::EMPTY);
         (self.tapes.len() - 1) as TapeId
     }
@@ -281,7 +299,7 @@ impl Data {
     /// was merged into it, recursively.
     #[inline]
     pub fn view_of(&self, nodes: &Nodes) -> Nodes {
-        if let (Some(node), true) = (nodes.first, nodes.rest.is_empty()) {
+        if let Some(node) = nodes.only() {
             // One object in an answer nothing was merged into: itself.
             if !self.is_merged_into(node) {
                 return Nodes::one(node);
@@ -321,19 +339,28 @@ impl Data {
     }
 
     /// Every non-null value under `key` in the objects of `view`, and whether some
-    /// object had it null.
-    pub fn member(&self, view: &Nodes, key: &str) -> (Nodes, bool) {
-        let (found, null, _) = self.find_member(view, key);
+    /// object had it null; `sources` are the fetches whose answers may hold `key`
+    /// (the objects of other answers are not read).
+    pub fn member(&self, view: &Nodes, key: &str, sources: Sources) -> (Nodes, bool) {
+        let (found, null, _) = self.find_member(view, key, sources);
         (found, null)
     }
 
     /// [`Data::member`], and where its value is when the view's first answer holds
     /// it. A scalar is read from the first answer that has it, and no further.
-    fn find_member(&self, view: &Nodes, key: &str) -> (Nodes, bool, Option<Place>) {
+    fn find_member(
+        &self,
+        view: &Nodes,
+        key: &str,
+        sources: Sources,
+    ) -> (Nodes, bool, Option<Place>) {
         let mut found = Nodes::default();
         let mut null = false;
         let mut place = None;
         for (answer, node) in view.iter().enumerate() {
+            if !sources.may_hold(self.answered_by[node.tape as usize]) {
+                continue;
+            }
             if let Some((ordinal, v)) = self.value(node).find(key) {
                 if v.is_null() {
                     null = true;
@@ -362,10 +389,11 @@ impl Data {
         &self,
         view: &Nodes,
         key: &str,
+        sources: Sources,
         hint: &MemberHint,
         cursor: &mut Option<Place>,
     ) -> (Nodes, bool) {
-        let (found, null, place) = self.find_member(view, key);
+        let (found, null, place) = self.find_member(view, key, sources);
         hint.set(place.map(|p| p.ordinal));
         if place.is_some() {
             *cursor = place;
@@ -377,17 +405,22 @@ impl Data {
     /// read from the first answer that has it, or any field when the view is one
     /// object), when it stands where `hint` remembers it: the member of the view's
     /// first answer at that position, if its key is the field's and its value is
-    /// not null. Then no other answer needs reading. `cursor` is the member read
-    /// before from the same view; stepping on from it saves starting over.
+    /// not null, and that answer's fetch may hold it (`sources`). Then no other
+    /// answer needs reading. `cursor` is the member read before from the same view;
+    /// stepping on from it saves starting over.
     #[inline]
     pub fn hinted_member(
         &self,
         view: &Nodes,
         key: &str,
+        sources: Sources,
         hint: &MemberHint,
         cursor: &mut Option<Place>,
     ) -> Option<Node> {
-        let (ordinal, node) = (hint.get()?, view.first?);
+        let (ordinal, node) = (hint.get()?, view.first()?);
+        if !sources.may_hold(self.answered_by[node.tape as usize]) {
+            return None;
+        }
         let from = cursor.map(|c| (c.ordinal, c.index));
         let v = self.value(node).named_member_at(ordinal, from, key)?;
         *cursor = Some(Place {
@@ -401,10 +434,9 @@ impl Data {
     /// list in `lists` that has one, nulls left out). A list that stands alone (most
     /// do) is read item after item; a merged one by index.
     pub fn elements<'d>(&'d self, lists: &'d Nodes) -> Elements<'d> {
-        let alone = match (lists.first, lists.rest.is_empty()) {
-            (Some(list), true) => Some((list.tape, self.value(list).items())),
-            _ => None,
-        };
+        let alone = lists
+            .only()
+            .map(|list| (list.tape, self.value(list).items()));
         let len = if alone.is_some() {
             0
         } else {
@@ -442,7 +474,7 @@ impl Data {
     /// an object type (an interface object's answer names its interface), else the
     /// first there is.
     pub fn typename<'s>(&'s self, view: &Nodes, supergraph: &Supergraph) -> Option<Cow<'s, str>> {
-        if let (Some(node), true) = (view.first, view.rest.is_empty()) {
+        if let Some(node) = view.only() {
             return self.value(node).get("__typename").and_then(|t| t.as_str());
         }
         // Read in place (no list of names is built): the usual merged view's answers
@@ -475,7 +507,7 @@ impl Data {
         // inline for the usual depths; each target's are copied to `steps`).
         let mut at = SmallVec::<[PathStep<'p>; 8]>::new();
         let root = match path.first() {
-            Some(PathSegment::Field(key)) => self.root_answers(sources, key),
+            Some(PathSegment::Field(key, _)) => self.root_answers(sources, key),
             _ => self.root_view(),
         };
         self.walk(&root, path, &mut at, supergraph, steps, &mut out);
@@ -518,8 +550,8 @@ impl Data {
                             path: start..steps.len(),
                         });
                     }
-                    Some(PathSegment::Field(key)) => {
-                        let (child, _) = self.member(&view, key);
+                    Some(PathSegment::Field(key, sources)) => {
+                        let (child, _) = self.member(&view, key, *sources);
                         at.push(PathStep::Key(key));
                         self.walk(&child, &path[1..], at, supergraph, steps, out);
                         at.pop();

@@ -19,6 +19,7 @@ use hive_router_query_planner::ast::selection_item::SelectionItem;
 
 use super::{Data, Node, Nodes};
 use crate::answer::tape::Kind;
+use crate::plan::Sources;
 use crate::supergraph::Supergraph;
 
 impl Data {
@@ -182,9 +183,9 @@ impl Data {
                         continue;
                     }
                     let key = f.selection_identifier();
-                    let (mut values, mut null) = self.member(view, &f.name);
+                    let (mut values, mut null) = self.member(view, &f.name, Sources::ALL);
                     if values.is_empty() && !null && key != f.name {
-                        (values, null) = self.member(view, key);
+                        (values, null) = self.member(view, key, Sources::ALL);
                     }
                     if values.is_empty() && !null {
                         continue;
