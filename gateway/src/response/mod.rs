@@ -31,7 +31,7 @@ use async_graphql_parser::Pos;
 use crate::answer::tape::{Kind, Value};
 use crate::execute::data::{Data, Nodes, Place};
 use crate::execute::{FoundError, Outcome};
-use crate::plan::{FieldKind, OutField, Plan, Scalar, Selection, Variant};
+use crate::plan::{FieldKind, OutField, Plan, Scalar, Selection, Sources, Variant};
 use crate::server::request::RequestInput;
 use crate::supergraph::Supergraph;
 use crate::upstream::PathItem;
@@ -281,13 +281,19 @@ impl<'a> Writer<'a> {
         // The member read last from the view's first answer: fields usually come in
         // the order the answers hold them, so each is a step on from the one before.
         let mut cursor = None;
+        // The fetches the view's first answer came from: a hint is followed only
+        // where they may hold the field.
+        let first_by = match object {
+            Object::View(view) => self.data.first_answered_by(view),
+            Object::Root => Sources::ALL,
+        };
         for (i, field) in variant.fields.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
             out.extend_from_slice(&field.key_json);
             if let Object::View(view) = object {
-                if self.hinted_leaf(out, view, field, &mut cursor) {
+                if self.hinted_leaf(out, view, field, first_by, &mut cursor) {
                     continue;
                 }
             }
@@ -308,12 +314,14 @@ impl<'a> Writer<'a> {
                     true
                 }
                 FieldKind::Leaf(_) | FieldKind::Enum(_) | FieldKind::Object(_) => match object {
-                    Object::View(view) => self.answered(out, view, field, &mut cursor),
+                    Object::View(view) => self.answered(out, view, field, first_by, &mut cursor),
                     Object::Root => {
                         // Each root field from the root answers that hold it.
                         let data = self.data;
                         let answers = data.root_answers(&self.plan.root_sources, &field.key);
-                        self.answered(out, &data.view_of(&answers), field, &mut None)
+                        let view = data.view_of(&answers);
+                        let first_by = data.first_answered_by(&view);
+                        self.answered(out, &view, field, first_by, &mut None)
                     }
                 },
             };
@@ -326,21 +334,25 @@ impl<'a> Writer<'a> {
 
     /// Write the leaf `field` of the object `view` when it stands where its hint says
     /// and is of its scalar's kind as it is (the usual case: no path, no error, no
-    /// view to build); false, having written nothing, when it is not.
+    /// view to build); false, having written nothing, when it is not. `first_by`:
+    /// the fetches the view's first answer came from.
     #[inline]
     fn hinted_leaf(
         &self,
         out: &mut Vec<u8>,
         view: &Nodes,
         field: &OutField,
+        first_by: Sources,
         cursor: &mut Option<Place>,
     ) -> bool {
         let (FieldKind::Leaf(scalar), true) = (&field.kind, field.single_source) else {
             return false;
         };
+        if !field.sources.may_hold(first_by) {
+            return false;
+        }
         let data = self.data;
-        let Some(node) = data.hinted_member(view, &field.key, field.sources, &field.hint, cursor)
-        else {
+        let Some(node) = data.hinted_member(view, &field.key, &field.hint, cursor) else {
             return false;
         };
         let value = data.value(node);
@@ -351,22 +363,23 @@ impl<'a> Writer<'a> {
         true
     }
 
-    /// Write `field`, which the subgraphs answer, of the object `view`; `cursor` is
-    /// the member read before from the view's first answer. False when it is null
-    /// where the type forbids it.
+    /// Write `field`, which the subgraphs answer, of the object `view`; `first_by`
+    /// are the fetches the view's first answer came from, `cursor` the member read
+    /// before from it. False when it is null where the type forbids it.
     fn answered(
         &mut self,
         out: &mut Vec<u8>,
         view: &Nodes,
         field: &'a OutField,
+        first_by: Sources,
         cursor: &mut Option<Place>,
     ) -> bool {
         let data = self.data;
         // A scalar is one answer's; an object or a list is merged from every answer
         // of a merged view that holds it.
         let exclusive = field.single_source || view.is_single();
-        let hinted = match exclusive {
-            true => data.hinted_member(view, &field.key, field.sources, &field.hint, cursor),
+        let hinted = match exclusive && field.sources.may_hold(first_by) {
+            true => data.hinted_member(view, &field.key, &field.hint, cursor),
             false => None,
         };
         let (values, null) = match hinted {
