@@ -202,16 +202,23 @@ pub struct Target {
 #[derive(Default)]
 pub struct Data {
     tapes: Vec<Arc<Tape>>,
-    /// Per tape, the fetches its answers came from ([`Sources`]): a look-up skips
-    /// the answers that cannot hold the key it looks for.
-    answered_by: Vec<Sources>,
+    /// Per tape, what is known of its answers (one list: one allocation).
+    facts: Vec<TapeFacts>,
     /// Each root fetch's `data` object, with the fetch it answers.
     roots: SmallVec<[(FetchId, Node); 4]>,
     /// Per object, the entity answers merged into it, in order.
     merges: FastMap<Node, Nodes>,
-    /// Per tape, the span of its objects that have answers merged into them (objects
-    /// outside it need no look-up in `merges`).
-    merged_into: Vec<Span>,
+}
+
+/// What is known of one tape's answers.
+#[derive(Debug, Clone, Copy)]
+struct TapeFacts {
+    /// The span of its objects that have answers merged into them (objects outside
+    /// it need no look-up in `merges`).
+    merged_into: Span,
+    /// The fetches its answers came from ([`Sources`]): a look-up skips the answers
+    /// that cannot hold the key it looks for.
+    answered_by: Sources,
 }
 
 /// The tape indices from `low` to `high`, both included; empty when `low > high`.
@@ -245,8 +252,7 @@ impl Data {
     pub fn with_capacity(answers: usize, merges: usize) -> Data {
         Data {
             tapes: Vec::with_capacity(answers),
-            answered_by: Vec::with_capacity(answers),
-            merged_into: Vec::with_capacity(answers),
+            facts: Vec::with_capacity(answers),
             merges: FastMap::with_capacity_and_hasher(merges, Default::default()),
             ..Data::default()
         }
@@ -270,13 +276,15 @@ impl Data {
         if let Some(last) = self.tapes.last() {
             if Arc::ptr_eq(last, tape) {
                 let id = self.tapes.len() - 1;
-                self.answered_by[id] = self.answered_by[id].union(by);
+                self.facts[id].answered_by = self.facts[id].answered_by.union(by);
                 return id as TapeId;
             }
         }
         self.tapes.push(tape.clone());
-        self.answered_by.push(by);
-        self.merged_into.push(Span::EMPTY);
+        self.facts.push(TapeFacts {
+            merged_into: Span::EMPTY,
+            answered_by: by,
+        });
         (self.tapes.len() - 1) as TapeId
     }
 
@@ -300,7 +308,9 @@ impl Data {
 
     /// An entity answer for the object `target`.
     pub fn merge(&mut self, target: Node, answer: Node) {
-        self.merged_into[target.tape as usize].add(target.index);
+        self.facts[target.tape as usize]
+            .merged_into
+            .add(target.index);
         self.merges.entry(target).or_default().push(answer);
     }
 
@@ -338,9 +348,9 @@ impl Data {
     /// Whether `node` may have answers merged into it (false means it has none).
     #[inline]
     fn is_merged_into(&self, node: Node) -> bool {
-        self.merged_into
+        self.facts
             .get(node.tape as usize)
-            .is_some_and(|span| span.contains(node.index))
+            .is_some_and(|facts| facts.merged_into.contains(node.index))
     }
 
     fn merged_view(&self, nodes: &Nodes) -> Nodes {
@@ -385,7 +395,7 @@ impl Data {
         let mut null = false;
         let mut place = None;
         for (answer, node) in view.iter().enumerate() {
-            if !sources.may_hold(self.answered_by[node.tape as usize]) {
+            if !sources.may_hold(self.facts[node.tape as usize].answered_by) {
                 continue;
             }
             if let Some((ordinal, v)) = self.value(node).find(key) {
@@ -459,8 +469,9 @@ impl Data {
     /// The fetches the first answer of `view` came from.
     #[inline]
     pub fn first_answered_by(&self, view: &Nodes) -> Sources {
-        view.first()
-            .map_or(Sources::ALL, |node| self.answered_by[node.tape as usize])
+        view.first().map_or(Sources::ALL, |node| {
+            self.facts[node.tape as usize].answered_by
+        })
     }
 
     /// The items of a merged list, in order: per item, its values (item `i` of each
