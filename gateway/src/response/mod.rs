@@ -348,11 +348,9 @@ impl<'a> Writer<'a> {
         let (FieldKind::Leaf(scalar), true) = (&field.kind, field.single_source) else {
             return false;
         };
-        if !field.sources.may_hold(first_by) {
-            return false;
-        }
         let data = self.data;
-        let Some(node) = data.hinted_member(view, &field.key, &field.hint, cursor) else {
+        let sources = (field.sources, first_by);
+        let Some(node) = data.hinted_member(view, &field.key, sources, &field.hint, cursor) else {
             return false;
         };
         let value = data.value(node);
@@ -378,8 +376,9 @@ impl<'a> Writer<'a> {
         // A scalar is one answer's; an object or a list is merged from every answer
         // of a merged view that holds it.
         let exclusive = field.single_source || view.is_single();
-        let hinted = match exclusive && field.sources.may_hold(first_by) {
-            true => data.hinted_member(view, &field.key, &field.hint, cursor),
+        let sources = (field.sources, first_by);
+        let hinted = match exclusive {
+            true => data.hinted_member(view, &field.key, sources, &field.hint, cursor),
             false => None,
         };
         let (values, null) = match hinted {

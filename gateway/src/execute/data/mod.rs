@@ -352,20 +352,23 @@ impl Data {
     /// read from the first answer that has it, or any field when the view is one
     /// object), when it stands where `hint` remembers it: the member of the view's
     /// first answer at that position, if its key is the field's and its value is
-    /// not null. Then no other answer needs reading. `cursor` is the member read
-    /// before from the same view; stepping on from it saves starting over.
-    ///
-    /// The caller checks that the first answer's fetch ([`Data::first_answered_by`],
-    /// read once per object) may hold the key: a hint is one request's finding, and
-    /// the next request's first answer may come from another fetch.
+    /// not null, and the fetches that answer came from (`first_by`, read once per
+    /// object by [`Data::first_answered_by`]) may hold the key (`sources`): a hint is
+    /// one request's finding, and the next request's first answer may come from
+    /// another fetch. Then no other answer needs reading. `cursor` is the member
+    /// read before from the same view; stepping on from it saves starting over.
     #[inline]
     pub fn hinted_member(
         &self,
         view: &Nodes,
         key: &str,
+        (sources, first_by): (Sources, Sources),
         hint: &MemberHint,
         cursor: &mut Option<Place>,
     ) -> Option<Node> {
+        if !sources.may_hold(first_by) {
+            return None;
+        }
         let (ordinal, node) = (hint.get()?, view.first()?);
         let from = cursor.map(|c| (c.ordinal, c.index));
         let v = self.value(node).named_member_at(ordinal, from, key)?;
