@@ -126,6 +126,11 @@ impl Tape {
         same_bytes(raw, name.as_bytes())
     }
 
+    /// How many values it holds (every value is a node, nested ones included).
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
     /// Heap bytes held (text and tape), for weighing cache entries.
     pub fn heap_size(&self) -> usize {
         self.text.len() + self.nodes.capacity() * std::mem::size_of::<Node>()

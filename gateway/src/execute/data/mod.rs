@@ -13,7 +13,10 @@
 //!
 //! Entity answers are attached to a view's first object, which stays first however
 //! many answers join later (they are appended), so a later walk of the same path
-//! finds them. Both the walks that build entity representations ([`Data::targets`],
+//! finds them. What was merged into an object is found through its tape's table of
+//! slots, one per node (made on the first merge into that tape), not through a hash
+//! map: a view is built thousands of times per deep request, and each build looks up
+//! every object of it. Both the walks that build entity representations ([`Data::targets`],
 //! [`Data::representation`]) and the response writer ([`crate::response`]) read
 //! the data this way.
 //!
@@ -28,7 +31,6 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use crate::answer::tape::{Children, Kind, Tape, Value};
-use crate::fast_map::FastMap;
 use crate::plan::{FetchId, MemberHint, PathSegment, RootSources, Sources};
 use crate::supergraph::Supergraph;
 use crate::upstream::PathItem;
@@ -116,42 +118,22 @@ pub struct Data {
     facts: Vec<TapeFacts>,
     /// Each root fetch's `data` object, with the fetch it answers.
     roots: SmallVec<[(FetchId, Node); 4]>,
-    /// Per object, the entity answers merged into it, in order.
-    merges: FastMap<Node, Nodes>,
+    /// Per object merged into, the entity answers merged into it, in order (found
+    /// by the object's slot in its tape's [`TapeFacts::slots`]).
+    merged: Vec<Nodes>,
 }
 
 /// What is known of one tape's answers.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct TapeFacts {
-    /// The span of its objects that have answers merged into them (objects outside
-    /// it need no look-up in `merges`).
-    merged_into: Span,
     /// The fetches its answers came from ([`Sources`]): a look-up skips the answers
     /// that cannot hold the key it looks for.
     answered_by: Sources,
-}
-
-/// The tape indices from `low` to `high`, both included; empty when `low > high`.
-#[derive(Debug, Clone, Copy)]
-struct Span {
-    low: u32,
-    high: u32,
-}
-
-impl Span {
-    const EMPTY: Span = Span {
-        low: u32::MAX,
-        high: 0,
-    };
-
-    fn add(&mut self, index: u32) {
-        self.low = self.low.min(index);
-        self.high = self.high.max(index);
-    }
-
-    fn contains(&self, index: u32) -> bool {
-        self.low <= index && index <= self.high
-    }
+    /// Per node of the tape, 0 when nothing was merged into it, else 1 + the index
+    /// in [`Data::merged`] of what was. Empty until the first merge into the tape
+    /// (most tapes are never merged into); then one `u32` per node, a sixth of what
+    /// the tape's own nodes take.
+    slots: Vec<u32>,
 }
 
 impl Data {
@@ -163,14 +145,14 @@ impl Data {
         Data {
             tapes: Vec::with_capacity(answers),
             facts: Vec::with_capacity(answers),
-            merges: FastMap::with_capacity_and_hasher(merges, Default::default()),
+            merged: Vec::with_capacity(merges),
             ..Data::default()
         }
     }
 
     /// How many objects have entity answers merged into them.
     pub fn merged_objects(&self) -> usize {
-        self.merges.len()
+        self.merged.len()
     }
 
     /// Every answer gathered, in the order it came (the entities of one answer, read
@@ -192,8 +174,8 @@ impl Data {
         }
         self.tapes.push(tape.clone());
         self.facts.push(TapeFacts {
-            merged_into: Span::EMPTY,
             answered_by: by,
+            slots: Vec::new(),
         });
         (self.tapes.len() - 1) as TapeId
     }
@@ -218,10 +200,16 @@ impl Data {
 
     /// An entity answer for the object `target`.
     pub fn merge(&mut self, target: Node, answer: Node) {
-        self.facts[target.tape as usize]
-            .merged_into
-            .add(target.index);
-        self.merges.entry(target).or_default().push(answer);
+        let facts = &mut self.facts[target.tape as usize];
+        if facts.slots.is_empty() {
+            facts.slots = vec![0; self.tapes[target.tape as usize].node_count()];
+        }
+        let slot = &mut facts.slots[target.index as usize];
+        if *slot == 0 {
+            self.merged.push(Nodes::default());
+            *slot = self.merged.len() as u32;
+        }
+        self.merged[*slot as usize - 1].push(answer);
     }
 
     pub fn value(&self, node: Node) -> Value<'_> {
@@ -248,19 +236,19 @@ impl Data {
     pub fn view_of(&self, nodes: &Nodes) -> Nodes {
         if let Some(node) = nodes.only() {
             // One object in an answer nothing was merged into: itself.
-            if !self.is_merged_into(node) {
+            if self.merged_into(node).is_none() {
                 return Nodes::one(node);
             }
         }
         self.merged_view(nodes)
     }
 
-    /// Whether `node` may have answers merged into it (false means it has none).
+    /// The entity answers merged into `node`, if any.
     #[inline]
-    fn is_merged_into(&self, node: Node) -> bool {
-        self.facts
-            .get(node.tape as usize)
-            .is_some_and(|facts| facts.merged_into.contains(node.index))
+    fn merged_into(&self, node: Node) -> Option<&Nodes> {
+        let facts = self.facts.get(node.tape as usize)?;
+        let slot = *facts.slots.get(node.index as usize)?;
+        slot.checked_sub(1).map(|i| &self.merged[i as usize])
     }
 
     fn merged_view(&self, nodes: &Nodes) -> Nodes {
@@ -275,10 +263,10 @@ impl Data {
 
     fn expand(&self, node: Node, out: &mut Nodes, depth: usize) {
         out.push(node);
-        if depth > 64 || !self.is_merged_into(node) {
+        if depth > 64 {
             return;
         }
-        if let Some(merged) = self.merges.get(&node) {
+        if let Some(merged) = self.merged_into(node) {
             for m in merged.iter() {
                 self.expand(m, out, depth + 1);
             }
