@@ -449,7 +449,8 @@ impl<'a> Run<'a> {
     ///
     /// The fetch's representations are written one after another into one buffer
     /// (an item is a span of it), and its targets' places into one list of steps: a
-    /// fetch of hundreds of entities allocates for neither per entity.
+    /// fetch of hundreds of entities allocates for neither per entity. Both start
+    /// with the room the fetch's last request used ([`crate::plan::FetchRoom`]).
     fn entities<'s>(
         &'s self,
         id: FetchId,
@@ -459,8 +460,8 @@ impl<'a> Run<'a> {
     ) -> Option<Boxed<'s>> {
         let supergraph = &*self.executor.supergraph;
         let mut entities: Vec<Entity<'a>> = Vec::with_capacity(4);
-        let mut steps: Vec<PathStep<'a>> = Vec::new();
-        let mut text: Vec<u8> = Vec::new();
+        let mut steps: Vec<PathStep<'a>> = Vec::with_capacity(fetch.room.steps());
+        let mut text: Vec<u8> = Vec::with_capacity(fetch.room.text());
         {
             let found = self.found.lock();
             // Distinct representations per group, by a digest of their text: most
@@ -554,6 +555,7 @@ impl<'a> Run<'a> {
                 }
             }
         }
+        fetch.room.note(steps.len(), text.len());
         if entities.is_empty() {
             return None;
         }

@@ -469,6 +469,7 @@ impl Builder<'_> {
             variables,
             kind,
             body,
+            room: Default::default(),
         }
     }
 }

@@ -41,7 +41,7 @@ use hive_router_query_planner::planner::Planner as HivePlanner;
 
 pub use fields::{Conditions, DocumentView};
 pub use shape::{FieldKind, MemberHint, OutField, Scalar, Selection, Shape, Variant};
-pub use sizes::SizeHints;
+pub use sizes::{FetchRoom, SizeHints};
 pub use sources::Sources;
 
 use crate::supergraph::{SubgraphId, Supergraph};
@@ -154,6 +154,8 @@ pub struct Fetch {
     /// The whole request body when it sends no variables at all (a root field
     /// without variables: then it never changes); empty otherwise.
     pub body: bytes::Bytes,
+    /// The room its last request used (an entity fetch's places and text).
+    pub room: FetchRoom,
 }
 
 #[derive(Debug)]
@@ -323,6 +325,7 @@ mod tests {
             variables: Vec::new(),
             kind,
             body: bytes::Bytes::new(),
+            room: FetchRoom::default(),
         }
     }
 

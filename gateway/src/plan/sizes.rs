@@ -2,8 +2,9 @@
 //! it at once instead of growing into it.
 //!
 //! A deep answer is written into a buffer of about 100 KB and gathers hundreds of
-//! entity merges; started small, the buffer is copied a dozen times as it doubles,
-//! and the merge table rehashed as often. Requests of one plan are alike (the same
+//! entity merges, and each of its entity fetches lists the places of hundreds of
+//! objects and writes their representations; started small, each of these buffers
+//! is copied again and again as it doubles. Requests of one plan are alike (the same
 //! fetches answering the same selections), so each reserves what the one before it
 //! used. Requests on other threads share the figures: they are read and written with
 //! relaxed atomics, written only when they change, and capped, so that one
@@ -50,6 +51,37 @@ impl SizeHints {
     }
 }
 
+/// The room one request used in one entity fetch ([`crate::plan::Fetch::room`]):
+/// the steps of its targets' places in the response, and its representations' text.
+#[derive(Debug, Default)]
+pub struct FetchRoom {
+    steps: AtomicU32,
+    text: AtomicU32,
+}
+
+impl FetchRoom {
+    /// The most steps a hint asks room for (each is 24 bytes).
+    const MAX_STEPS: usize = 1 << 16;
+    /// The most representation bytes a hint asks room for.
+    const MAX_TEXT: usize = 1 << 20;
+
+    /// The steps to reserve.
+    pub fn steps(&self) -> usize {
+        self.steps.load(Ordering::Relaxed) as usize
+    }
+
+    /// The representation bytes to reserve.
+    pub fn text(&self) -> usize {
+        self.text.load(Ordering::Relaxed) as usize
+    }
+
+    /// What a request used: its steps and its representations' bytes.
+    pub fn note(&self, steps: usize, text: usize) {
+        store(&self.steps, steps.min(Self::MAX_STEPS));
+        store(&self.text, text.min(Self::MAX_TEXT));
+    }
+}
+
 fn store(slot: &AtomicU32, value: usize) {
     let value = value as u32;
     if slot.load(Ordering::Relaxed) != value {
@@ -59,7 +91,7 @@ fn store(slot: &AtomicU32, value: usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::SizeHints;
+    use super::{FetchRoom, SizeHints};
 
     #[test]
     fn a_hint_is_the_last_request_s_figure_capped() {
@@ -75,5 +107,15 @@ mod tests {
         hints.note_merges(usize::MAX);
         assert_eq!(hints.response(), SizeHints::MAX_RESPONSE);
         assert_eq!(hints.merges(), SizeHints::MAX_MERGES);
+    }
+
+    #[test]
+    fn a_fetch_s_room_is_its_last_request_s_capped() {
+        let room = FetchRoom::default();
+        assert_eq!((room.steps(), room.text()), (0, 0));
+        room.note(2_000, 30_000);
+        assert_eq!((room.steps(), room.text()), (2_000, 30_000));
+        room.note(3, usize::MAX);
+        assert_eq!((room.steps(), room.text()), (3, FetchRoom::MAX_TEXT));
     }
 }
