@@ -92,31 +92,43 @@ impl OutField {
     }
 }
 
-/// Where the response writer found a field's value the last time: its position
-/// among the members of the first answer at the object's place. The objects at one
-/// place of a response are laid out alike request after request (the same fetches,
-/// answering the same selections), so the writer reads there first, and looks
-/// further only when the key it finds there is not the field's
-/// ([`crate::execute::data::Data::hinted_member`]). Requests on other threads
-/// share the hint: it is read and written with relaxed atomics, and written only
-/// when it changes.
+/// Where the response writer found a field's value the last time: which answer of
+/// the object's view held it (its position in the view), and its position among
+/// that answer's members. The objects at one place of a response are laid out alike
+/// request after request (the same fetches, answering the same selections), so the
+/// writer reads there first, and looks further only when the key it finds there is
+/// not the field's ([`crate::execute::data::Data::hinted_member`]). Requests on
+/// other threads share the hint: it is read and written with relaxed atomics (the
+/// two positions packed in one word), and written only when it changes.
 #[derive(Debug)]
 pub struct MemberHint(AtomicU32);
 
 impl MemberHint {
-    /// No hint: the field was not found in a first answer.
+    /// No hint: the field was not found, or at positions too large to pack.
     const NONE: u32 = u32::MAX;
+    /// The answer's position takes the top byte, the member's the rest.
+    const ORDINAL_BITS: u32 = 24;
+    const ORDINAL_MASK: u32 = (1 << Self::ORDINAL_BITS) - 1;
 
+    /// The answer's position in the view, and the member's among its members.
     #[inline]
-    pub fn get(&self) -> Option<u32> {
-        let ordinal = self.0.load(Ordering::Relaxed);
-        (ordinal != Self::NONE).then_some(ordinal)
+    pub fn get(&self) -> Option<(usize, u32)> {
+        let packed = self.0.load(Ordering::Relaxed);
+        (packed != Self::NONE).then_some((
+            (packed >> Self::ORDINAL_BITS) as usize,
+            packed & Self::ORDINAL_MASK,
+        ))
     }
 
-    pub fn set(&self, ordinal: Option<u32>) {
-        let ordinal = ordinal.unwrap_or(Self::NONE);
-        if self.0.load(Ordering::Relaxed) != ordinal {
-            self.0.store(ordinal, Ordering::Relaxed);
+    pub fn set(&self, at: Option<(usize, u32)>) {
+        let packed = match at {
+            Some((answer, ordinal)) if answer < 0xff && ordinal < Self::ORDINAL_MASK => {
+                ((answer as u32) << Self::ORDINAL_BITS) | ordinal
+            }
+            _ => Self::NONE,
+        };
+        if self.0.load(Ordering::Relaxed) != packed {
+            self.0.store(packed, Ordering::Relaxed);
         }
     }
 }
@@ -429,4 +441,26 @@ impl<'a> Shaper<'a> {
 /// Where a field starts in the document: its alias, or its name.
 fn position(m: &Merged<'_>) -> Pos {
     m.field.alias.as_ref().map_or(m.field.name.pos, |a| a.pos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MemberHint;
+
+    #[test]
+    fn a_hint_keeps_both_positions_or_none() {
+        let hint = MemberHint::default();
+        assert_eq!(hint.get(), None);
+        hint.set(Some((2, 7)));
+        assert_eq!(hint.get(), Some((2, 7)));
+        hint.set(Some((0, (1 << 24) - 2)));
+        assert_eq!(hint.get(), Some((0, (1 << 24) - 2)));
+        // Positions too large to pack leave no hint rather than a wrong one.
+        hint.set(Some((255, 1)));
+        assert_eq!(hint.get(), None);
+        hint.set(Some((1, 1 << 24)));
+        assert_eq!(hint.get(), None);
+        hint.set(None);
+        assert_eq!(hint.get(), None);
+    }
 }

@@ -350,7 +350,8 @@ impl<'a> Writer<'a> {
         };
         let data = self.data;
         let sources = (field.sources, first_by);
-        let Some(node) = data.hinted_member(view, &field.key, sources, &field.hint, cursor) else {
+        let Some(node) = data.hinted_member(view, &field.key, sources, false, &field.hint, cursor)
+        else {
             return false;
         };
         let value = data.value(node);
@@ -374,23 +375,18 @@ impl<'a> Writer<'a> {
     ) -> bool {
         let data = self.data;
         // A scalar is one answer's; an object or a list is merged from every answer
-        // of a merged view that holds it.
-        let exclusive = field.single_source || view.is_single();
+        // of a merged view that holds it, so its hint holds only where no other
+        // answer may hold it.
+        let sole = !field.single_source && !view.is_single();
         let sources = (field.sources, first_by);
-        let hinted = match exclusive {
-            true => data.hinted_member(view, &field.key, sources, &field.hint, cursor),
-            false => None,
-        };
+        let hinted = data.hinted_member(view, &field.key, sources, sole, &field.hint, cursor);
         let (values, null) = match hinted {
             // Where it was last time: a scalar, written as it is.
             Some(node) if field.single_source => {
                 return self.scalar(out, &data.value(node), field, 0)
             }
             Some(node) => (Nodes::one(node), false),
-            None if exclusive => {
-                data.member_hinting(view, &field.key, field.sources, &field.hint, cursor)
-            }
-            None => data.member(view, &field.key, field.sources),
+            None => data.member_hinting(view, &field.key, field.sources, &field.hint, cursor),
         };
         if !values.is_empty() {
             return self.value(out, &values, field, 0);

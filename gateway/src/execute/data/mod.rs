@@ -281,14 +281,15 @@ impl Data {
         (found, null)
     }
 
-    /// [`Data::member`], and where its value is when the view's first answer holds
-    /// it. A scalar is read from the first answer that has it, and no further.
+    /// [`Data::member`], and where its first value is: the answer's position in the
+    /// view, and the member's in that answer. A scalar is read from the first answer
+    /// that has it, and no further.
     fn find_member(
         &self,
         view: &Nodes,
         key: &str,
         sources: Sources,
-    ) -> (Nodes, bool, Option<Place>) {
+    ) -> (Nodes, bool, Option<(usize, Place)>) {
         let mut found = Nodes::default();
         let mut null = false;
         let mut place = None;
@@ -302,13 +303,16 @@ impl Data {
                     continue;
                 }
                 let scalar = !matches!(v.kind(), Kind::Object | Kind::Array);
-                found.push(node.at(v.index()));
-                if answer == 0 {
-                    place = Some(Place {
-                        ordinal,
-                        index: v.index(),
-                    });
+                if found.is_empty() {
+                    place = Some((
+                        answer,
+                        Place {
+                            ordinal,
+                            index: v.index(),
+                        },
+                    ));
                 }
+                found.push(node.at(v.index()));
                 if scalar && found.is_single() {
                     // The first answer's scalar is the value: no other is read.
                     return (found, null, place);
@@ -318,8 +322,9 @@ impl Data {
         (found, null, place)
     }
 
-    /// [`Data::member`], remembering in `hint` where the view's first answer held
-    /// the value (for [`Data::hinted_member`] next time), and leaving `cursor` there.
+    /// [`Data::member`], remembering in `hint` where its first value was (for
+    /// [`Data::hinted_member`] next time), and leaving `cursor` there when the
+    /// view's first answer held it.
     pub fn member_hinting(
         &self,
         view: &Nodes,
@@ -329,41 +334,69 @@ impl Data {
         cursor: &mut Option<Place>,
     ) -> (Nodes, bool) {
         let (found, null, place) = self.find_member(view, key, sources);
-        hint.set(place.map(|p| p.ordinal));
-        if place.is_some() {
-            *cursor = place;
+        hint.set(place.map(|(answer, p)| (answer, p.ordinal)));
+        if let Some((0, place)) = place {
+            *cursor = Some(place);
         }
         (found, null)
     }
 
-    /// The value under `key` for a field one answer of the view holds (a scalar,
-    /// read from the first answer that has it, or any field when the view is one
-    /// object), when it stands where `hint` remembers it: the member of the view's
-    /// first answer at that position, if its key is the field's and its value is
-    /// not null, and the fetches that answer came from (`first_by`, read once per
-    /// object by [`Data::first_answered_by`]) may hold the key (`sources`): a hint is
-    /// one request's finding, and the next request's first answer may come from
-    /// another fetch. Then no other answer needs reading. `cursor` is the member
-    /// read before from the same view; stepping on from it saves starting over.
+    /// The value under `key` when it stands where `hint` remembers it (an answer of
+    /// the view, and a member of it), its key is the field's and it is not null, and
+    /// that answer is the one to read it from:
+    /// - it is the first answer of the view whose fetches (`sources`) may hold the
+    ///   key: a scalar is read from the first answer that has it. A hint is one
+    ///   request's finding, and the next request's answers may come from other
+    ///   fetches, so this is checked each time (`first_by`, the first answer's
+    ///   fetches, is read once per object by [`Data::first_answered_by`]);
+    /// - and, when `sole` (an object or a list of a view of several answers, merged
+    ///   from every answer that holds it), no other answer may hold it either.
+    ///
+    /// Then no other answer needs reading. `cursor` is the member read before from
+    /// the view's first answer; stepping on from it saves starting over.
     #[inline]
     pub fn hinted_member(
         &self,
         view: &Nodes,
         key: &str,
         (sources, first_by): (Sources, Sources),
+        sole: bool,
         hint: &MemberHint,
         cursor: &mut Option<Place>,
     ) -> Option<Node> {
-        if !sources.may_hold(first_by) {
-            return None;
+        let (answer, ordinal) = hint.get()?;
+        let mut held = None;
+        for (i, node) in view.iter().enumerate() {
+            let by = match i {
+                0 => first_by,
+                _ => self.facts[node.tape as usize].answered_by,
+            };
+            match (i == answer, sources.may_hold(by)) {
+                // The remembered answer, which may hold it.
+                (true, true) => {
+                    held = Some(node);
+                    if !sole {
+                        break;
+                    }
+                }
+                // An answer before it (or, for a merged value, any other) may hold it.
+                (false, true) if held.is_none() || sole => return None,
+                (true, false) => return None,
+                _ => {}
+            }
         }
-        let (ordinal, node) = (hint.get()?, view.first()?);
-        let from = cursor.map(|c| (c.ordinal, c.index));
+        let node = held?;
+        let from = match answer {
+            0 => cursor.map(|c| (c.ordinal, c.index)),
+            _ => None,
+        };
         let v = self.value(node).named_member_at(ordinal, from, key)?;
-        *cursor = Some(Place {
-            ordinal,
-            index: v.index(),
-        });
+        if answer == 0 {
+            *cursor = Some(Place {
+                ordinal,
+                index: v.index(),
+            });
+        }
         Some(node.at(v.index()))
     }
 
