@@ -556,8 +556,10 @@ impl Parser<'_> {
                 // Below 0x20, unsigned: with the top bit flipped, below 0x20 ^ 0x80
                 // as a signed byte.
                 let flip = _mm_set1_epi8(i8::MIN);
-                let control =
-                    _mm_cmplt_epi8(_mm_xor_si128(word, flip), _mm_set1_epi8((0x20 ^ 0x80) as i8));
+                let control = _mm_cmplt_epi8(
+                    _mm_xor_si128(word, flip),
+                    _mm_set1_epi8((0x20 ^ 0x80) as i8),
+                );
                 _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control)) as u32
             };
             if flagged != 0 {

@@ -498,7 +498,7 @@ fn path(segments: &[FlattenNodePathSegment]) -> Vec<PathSegment> {
         .iter()
         .map(|s| match s {
             FlattenNodePathSegment::Field(f) => {
-                PathSegment::Field(f.as_str().into(), super::Sources::ALL)
+                PathSegment::Field(f.as_str().into(), super::Sources::ALL, Default::default())
             }
             FlattenNodePathSegment::List => PathSegment::List,
             FlattenNodePathSegment::TypeCondition(types) => {

@@ -226,9 +226,9 @@ impl EntityGroup {
 /// One step of a path into the response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PathSegment {
-    /// The field under this response key, and the fetches whose answers may hold
-    /// it ([`Sources`]).
-    Field(Box<str>, Sources),
+    /// The field under this response key, the fetches whose answers may hold it
+    /// ([`Sources`]), and where the walks found it last ([`MemberHint`]).
+    Field(Box<str>, Sources, MemberHint),
     /// Every item of a list.
     List,
     /// Objects of one of these types only.
@@ -356,7 +356,7 @@ mod tests {
 
     #[test]
     fn a_root_field_has_a_source_only_when_one_root_fetch_alone_answers_it() {
-        let field = |k: &str| PathSegment::Field(Box::from(k), Sources::ALL);
+        let field = |k: &str| PathSegment::Field(Box::from(k), Sources::ALL, MemberHint::default());
         let fetches = vec![
             root(&["me"], None),
             root(&["top"], None),

@@ -100,7 +100,7 @@ pub(super) fn assign(plan: &mut Plan) {
         };
         for path in paths {
             for segment in path {
-                if let PathSegment::Field(key, sources) = segment {
+                if let PathSegment::Field(key, sources, _) = segment {
                     *sources = of(key);
                 }
             }

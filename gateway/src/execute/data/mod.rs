@@ -365,6 +365,35 @@ impl Data {
         cursor: &mut Option<Place>,
     ) -> Option<Node> {
         let (answer, ordinal) = hint.get()?;
+        let node = match (answer, sole) {
+            // The usual case, in a step: the first answer, for a scalar.
+            (0, false) if sources.may_hold(first_by) => view.first()?,
+            (0, false) => return None,
+            _ => self.hinted_answer(view, answer, (sources, first_by), sole)?,
+        };
+        let from = match answer {
+            0 => cursor.map(|c| (c.ordinal, c.index)),
+            _ => None,
+        };
+        let v = self.value(node).named_member_at(ordinal, from, key)?;
+        if answer == 0 {
+            *cursor = Some(Place {
+                ordinal,
+                index: v.index(),
+            });
+        }
+        Some(node.at(v.index()))
+    }
+
+    /// The answer at position `answer` of `view`, when it is the one to read a key
+    /// its fetches (`sources`) name from ([`Data::hinted_member`]).
+    fn hinted_answer(
+        &self,
+        view: &Nodes,
+        answer: usize,
+        (sources, first_by): (Sources, Sources),
+        sole: bool,
+    ) -> Option<Node> {
         let mut held = None;
         for (i, node) in view.iter().enumerate() {
             let by = match i {
@@ -385,19 +414,7 @@ impl Data {
                 _ => {}
             }
         }
-        let node = held?;
-        let from = match answer {
-            0 => cursor.map(|c| (c.ordinal, c.index)),
-            _ => None,
-        };
-        let v = self.value(node).named_member_at(ordinal, from, key)?;
-        if answer == 0 {
-            *cursor = Some(Place {
-                ordinal,
-                index: v.index(),
-            });
-        }
-        Some(node.at(v.index()))
+        held
     }
 
     /// The fetches the first answer of `view` came from.
@@ -485,7 +502,7 @@ impl Data {
         // inline for the usual depths; each target's are copied to `steps`).
         let mut at = SmallVec::<[PathStep<'p>; 8]>::new();
         let root = match path.first() {
-            Some(PathSegment::Field(key, _)) => self.root_answers(sources, key),
+            Some(PathSegment::Field(key, ..)) => self.root_answers(sources, key),
             _ => self.root_view(),
         };
         self.walk(&root, path, &mut at, supergraph, steps, &mut out);
@@ -528,8 +545,18 @@ impl Data {
                             path: start..steps.len(),
                         });
                     }
-                    Some(PathSegment::Field(key, sources)) => {
-                        let (child, _) = self.member(&view, key, *sources);
+                    Some(PathSegment::Field(key, sources, hint)) => {
+                        // An object or a list: merged from every answer that holds
+                        // it, so a hint holds only where no other answer may.
+                        let first_by = self.first_answered_by(&view);
+                        let sole = !view.is_single();
+                        let hinted = (*sources, first_by);
+                        let child = match self
+                            .hinted_member(&view, key, hinted, sole, hint, &mut None)
+                        {
+                            Some(node) => Nodes::one(node),
+                            None => self.member_hinting(&view, key, *sources, hint, &mut None).0,
+                        };
                         at.push(PathStep::Key(key));
                         self.walk(&child, &path[1..], at, supergraph, steps, out);
                         at.pop();
