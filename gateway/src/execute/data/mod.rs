@@ -354,7 +354,7 @@ impl Data {
     ///
     /// Then no other answer needs reading. `cursor` is the member read before from
     /// the view's first answer; stepping on from it saves starting over.
-    #[inline]
+    #[inline(always)]
     pub fn hinted_member(
         &self,
         view: &Nodes,
@@ -386,7 +386,9 @@ impl Data {
     }
 
     /// The answer at position `answer` of `view`, when it is the one to read a key
-    /// its fetches (`sources`) name from ([`Data::hinted_member`]).
+    /// its fetches (`sources`) name from ([`Data::hinted_member`]). Kept out of line:
+    /// the first answer, the usual case, needs none of it.
+    #[inline(never)]
     fn hinted_answer(
         &self,
         view: &Nodes,
