@@ -328,6 +328,35 @@ async fn answers_laid_out_otherwise_than_the_last_are_still_read_by_their_keys()
 }
 
 #[tokio::test]
+async fn entity_answers_laid_out_otherwise_than_the_last_are_still_read_by_their_keys() {
+    // A hint names the answer of a product's view that held the field (here the
+    // second, `reviews`' entity answer) and its place there. Every other `reviews`
+    // answer, and within one answer every other product, has one member more in
+    // front of the rest, so the places are wrong half of the time: for the scalar
+    // `score` and for the list `stars`, which is that answer's alone.
+    let answers = Arc::new(AtomicUsize::new(0));
+    let fed = start_with(move |_, answer| {
+        let n = answers.fetch_add(1, Ordering::Relaxed);
+        if let Some(Json::Array(list)) = answer.pointer_mut("/data/_entities") {
+            for (i, product) in list.iter_mut().enumerate() {
+                if let (Json::Object(product), 1) = (product, (n + i) % 2) {
+                    product.insert("_extra".into(), json!(n));
+                }
+            }
+        }
+    })
+    .await;
+    let expected = json!({ "data": { "products": [
+        { "id": "p1", "score": 9, "title": "Kettle", "stars": [5, 4] },
+        { "id": "p2", "score": 7, "title": "Lamp", "stars": [3] },
+    ] } });
+    for _ in 0..4 {
+        assert_eq!(fed.query("{ products { id score title stars } }").await, expected);
+    }
+    assert_eq!(fed.requests("reviews"), 4);
+}
+
+#[tokio::test]
 async fn a_key_a_subgraph_was_not_asked_for_is_never_read() {
     // `products` was asked for each product's `id`, and answers `score` and `stars`
     // too, with other values; the plan says `reviews` answers those two. Its answer
