@@ -322,9 +322,9 @@ fn produce(
 ) -> Produced {
     // As large as the plan's last response (a deep answer would otherwise be copied
     // a dozen times as its buffer doubles).
-    let mut body = Vec::with_capacity(plan.sizes.response().max(512));
+    let mut body = Vec::with_capacity(plan.sizes.response.get().max(512));
     let failed = crate::response::write(&mut body, plan, outcome, input, &executor.supergraph);
-    plan.sizes.note_response(body.len());
+    plan.sizes.response.note(body.len());
     if body.capacity() - body.len() > 4096 {
         // A smaller answer than the last one: a stored response must not keep the
         // rest of the buffer alive.

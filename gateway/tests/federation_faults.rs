@@ -351,7 +351,10 @@ async fn entity_answers_laid_out_otherwise_than_the_last_are_still_read_by_their
         { "id": "p2", "score": 7, "title": "Lamp", "stars": [3] },
     ] } });
     for _ in 0..4 {
-        assert_eq!(fed.query("{ products { id score title stars } }").await, expected);
+        assert_eq!(
+            fed.query("{ products { id score title stars } }").await,
+            expected
+        );
     }
     assert_eq!(fed.requests("reviews"), 4);
 }

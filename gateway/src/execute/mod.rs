@@ -189,7 +189,7 @@ impl Executor {
             plan,
             input,
             found: Mutex::new(Found {
-                data: Data::with_capacity(plan.fetches.len(), plan.sizes.merges()),
+                data: Data::with_capacity(plan.fetches.len(), plan.sizes.merges.get()),
                 ..Found::default()
             }),
         };
@@ -217,7 +217,7 @@ impl Executor {
         };
         let ((), introspection) = futures::future::join(fetches, introspection).await;
         let found = run.found.into_inner();
-        plan.sizes.note_merges(found.data.merged_objects());
+        plan.sizes.merges.note(found.data.merged_objects());
         Outcome {
             data: found.data,
             errors: found.errors,
@@ -460,8 +460,8 @@ impl<'a> Run<'a> {
     ) -> Option<Boxed<'s>> {
         let supergraph = &*self.executor.supergraph;
         let mut entities: Vec<Entity<'a>> = Vec::with_capacity(4);
-        let mut steps: Vec<PathStep<'a>> = Vec::with_capacity(fetch.room.steps());
-        let mut text: Vec<u8> = Vec::with_capacity(fetch.room.text());
+        let mut steps: Vec<PathStep<'a>> = Vec::with_capacity(fetch.room.steps.get());
+        let mut text: Vec<u8> = Vec::with_capacity(fetch.room.text.get());
         {
             let found = self.found.lock();
             // Distinct representations per group, by a digest of their text: most
@@ -555,7 +555,8 @@ impl<'a> Run<'a> {
                 }
             }
         }
-        fetch.room.note(steps.len(), text.len());
+        fetch.room.steps.note(steps.len());
+        fetch.room.text.note(text.len());
         if entities.is_empty() {
             return None;
         }
