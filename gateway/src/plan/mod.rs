@@ -224,7 +224,7 @@ impl EntityGroup {
 }
 
 /// One step of a path into the response.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum PathSegment {
     /// The field under this response key, the fetches whose answers may hold it
     /// ([`Sources`]), and where the walks found it last ([`MemberHint`]).

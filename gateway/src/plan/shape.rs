@@ -140,16 +140,6 @@ impl Clone for MemberHint {
     }
 }
 
-/// A hint is where a value was last found, not part of what it describes: a path
-/// or a field equals another whatever their hints say.
-impl PartialEq for MemberHint {
-    fn eq(&self, _: &MemberHint) -> bool {
-        true
-    }
-}
-
-impl Eq for MemberHint {}
-
 impl Default for MemberHint {
     fn default() -> MemberHint {
         MemberHint(AtomicU32::new(MemberHint::NONE))
