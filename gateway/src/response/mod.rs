@@ -379,15 +379,8 @@ impl<'a> Writer<'a> {
         // answer may hold it.
         let sole = !field.single_source && !view.is_single();
         let sources = (field.sources, first_by);
-        let hinted = data.hinted_member(view, &field.key, sources, sole, &field.hint, cursor);
-        let (values, null) = match hinted {
-            // Where it was last time: a scalar, written as it is.
-            Some(node) if field.single_source => {
-                return self.scalar(out, &data.value(node), field, 0)
-            }
-            Some(node) => (Nodes::one(node), false),
-            None => data.member_hinting(view, &field.key, field.sources, &field.hint, cursor),
-        };
+        let (values, null) =
+            data.member_by_hint(view, &field.key, sources, sole, &field.hint, cursor);
         if !values.is_empty() {
             return self.value(out, &values, field, 0);
         }

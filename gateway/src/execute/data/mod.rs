@@ -325,7 +325,7 @@ impl Data {
     /// [`Data::member`], remembering in `hint` where its first value was (for
     /// [`Data::hinted_member`] next time), and leaving `cursor` there when the
     /// view's first answer held it.
-    pub fn member_hinting(
+    fn member_hinting(
         &self,
         view: &Nodes,
         key: &str,
@@ -417,6 +417,25 @@ impl Data {
             }
         }
         held
+    }
+
+    /// The values under `key` in `view`, and whether some answer had it null: read
+    /// where `hint` says when it holds there ([`Data::hinted_member`], with the same
+    /// arguments), else looked up in every answer that may hold it, remembering
+    /// where it was for next time.
+    pub fn member_by_hint(
+        &self,
+        view: &Nodes,
+        key: &str,
+        (sources, first_by): (Sources, Sources),
+        sole: bool,
+        hint: &MemberHint,
+        cursor: &mut Option<Place>,
+    ) -> (Nodes, bool) {
+        match self.hinted_member(view, key, (sources, first_by), sole, hint, cursor) {
+            Some(node) => (Nodes::one(node), false),
+            None => self.member_hinting(view, key, sources, hint, cursor),
+        }
     }
 
     /// The fetches the first answer of `view` came from.
@@ -550,15 +569,10 @@ impl Data {
                     Some(PathSegment::Field(key, sources, hint)) => {
                         // An object or a list: merged from every answer that holds
                         // it, so a hint holds only where no other answer may.
-                        let first_by = self.first_answered_by(&view);
+                        let sources = (*sources, self.first_answered_by(&view));
                         let sole = !view.is_single();
-                        let hinted = (*sources, first_by);
-                        let child = match self
-                            .hinted_member(&view, key, hinted, sole, hint, &mut None)
-                        {
-                            Some(node) => Nodes::one(node),
-                            None => self.member_hinting(&view, key, *sources, hint, &mut None).0,
-                        };
+                        let (child, _) =
+                            self.member_by_hint(&view, key, sources, sole, hint, &mut None);
                         at.push(PathStep::Key(key));
                         self.walk(&child, &path[1..], at, supergraph, steps, out);
                         at.pop();
