@@ -423,6 +423,7 @@ impl Data {
     /// where `hint` says when it holds there ([`Data::hinted_member`], with the same
     /// arguments), else looked up in every answer that may hold it, remembering
     /// where it was for next time.
+    #[inline(always)]
     pub fn member_by_hint(
         &self,
         view: &Nodes,
