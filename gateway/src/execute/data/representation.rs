@@ -6,18 +6,18 @@
 //! as the response writer reads it: a scalar from the first answer that has it,
 //! objects and lists merged, inline fragments applied by the object's type.
 //!
-//! Most representations are simpler than that: one answer stands at the object (no
-//! other was merged into it yet), and the requirement is `__typename` and a few
-//! scalar fields, such as `{"__typename":"User","id":"u1"}`. Those are written
-//! straight from the answer's members ([`Data::flat_representation`]), the same
-//! bytes at a fraction of the cost; debug builds check every one against the
-//! general projection.
+//! Most representations are simpler than that: the requirement is `__typename` and
+//! a few scalar fields, such as `{"__typename":"User","id":"u1"}` or, for a
+//! `@requires`, `{"__typename":"Product","upc":"1","price":899,"weight":120}` from
+//! two merged answers. Those are written straight from the answers' members
+//! ([`Data::flat_representation`]), the same bytes at a fraction of the cost; debug
+//! builds check every one against the general projection.
 
 use std::borrow::Cow;
 
 use hive_router_query_planner::ast::selection_item::SelectionItem;
 
-use super::{Data, Node, Nodes};
+use super::{Data, Nodes};
 use crate::answer::tape::Kind;
 use crate::plan::Sources;
 use crate::supergraph::Supergraph;
@@ -34,41 +34,38 @@ impl Data {
         supergraph: &Supergraph,
         out: &mut Vec<u8>,
     ) -> Option<Option<Cow<'s, str>>> {
-        if let (Some(node), true) = (view.first(), view.is_single()) {
+        #[cfg(debug_assertions)]
+        let start = out.len();
+        if let Some(named) = self.flat_representation(view, requires, supergraph, out) {
             #[cfg(debug_assertions)]
-            let start = out.len();
-            if let Some(named) = self.flat_representation(node, requires, supergraph, out) {
-                #[cfg(debug_assertions)]
-                {
-                    let mut general = Vec::new();
-                    let by_view =
-                        self.projected_representation(view, requires, supergraph, &mut general);
-                    debug_assert_eq!(by_view.as_ref(), Some(&Some(named.clone())));
-                    debug_assert_eq!(
-                        String::from_utf8_lossy(&out[start..]),
-                        String::from_utf8_lossy(&general)
-                    );
-                }
-                return Some(Some(named));
+            {
+                let mut general = Vec::new();
+                let by_view =
+                    self.projected_representation(view, requires, supergraph, &mut general);
+                debug_assert_eq!(by_view.as_ref(), Some(&Some(named.clone())));
+                debug_assert_eq!(
+                    String::from_utf8_lossy(&out[start..]),
+                    String::from_utf8_lossy(&general)
+                );
             }
+            return Some(Some(named));
         }
         self.projected_representation(view, requires, supergraph, out)
     }
 
-    /// The representation of the object `node` (which nothing was merged into) when
-    /// `requires` is `__typename` and scalar fields, unaliased, alone or in one inline
-    /// fragment that applies to the object's type, and the object holds each of them
-    /// with a plain `__typename`: written from its members as they are (what the
-    /// projection writes for them, in the same order). `None`, with `out` as it was,
-    /// for anything else.
+    /// The representation of the object `view` when `requires` is `__typename` and
+    /// scalar fields, unaliased, alone or in one inline fragment that applies to the
+    /// object's type, and the view names its type and holds a scalar or null for at
+    /// least one of the fields: each field written from the first answer that holds
+    /// it (what the projection writes for them, in the same order), without the
+    /// projection's recursion. `None`, with `out` as it was, for anything else.
     fn flat_representation<'s>(
         &'s self,
-        node: Node,
+        view: &Nodes,
         requires: &[SelectionItem],
         supergraph: &Supergraph,
         out: &mut Vec<u8>,
     ) -> Option<Cow<'s, str>> {
-        let object = self.value(node);
         let (condition, fields) = match requires {
             [SelectionItem::InlineFragment(f)] => (
                 Some(f.type_condition.as_str()),
@@ -76,36 +73,71 @@ impl Data {
             ),
             items => (None, items),
         };
-        let typename = object.get("__typename")?;
-        if typename.kind() != Kind::PlainString {
-            return None;
-        }
-        let named = typename.as_str()?;
+        // One answer's plain `__typename` is written as it came; a merged view's
+        // type is the one the answers agree on ([`Data::typename`]).
+        let (named, plain) = match view.only() {
+            Some(node) => {
+                let typename = self.value(node).get("__typename")?;
+                if typename.kind() != Kind::PlainString {
+                    return None;
+                }
+                (typename.as_str()?, Some(typename.raw()))
+            }
+            None => (self.typename(view, supergraph)?, None),
+        };
         if condition.is_some_and(|c| !applies(supergraph, &named, c)) {
             return None;
         }
         let start = out.len();
         out.extend_from_slice(b"{\"__typename\":");
-        out.extend_from_slice(typename.raw());
+        match plain {
+            Some(raw) => out.extend_from_slice(raw),
+            None => json_string(out, &named),
+        }
+        let mut wrote = false;
         for item in fields {
-            let value = match item {
+            let name = match item {
                 SelectionItem::Field(f) if f.name == "__typename" => continue,
                 SelectionItem::Field(f) if f.alias.is_none() && f.selections.items.is_empty() => {
-                    object
-                        .get(&f.name)
-                        .filter(|v| !matches!(v.kind(), Kind::Object | Kind::Array))
-                        .map(|v| (f.name.as_bytes(), v))
+                    f.name.as_str()
                 }
-                _ => None,
+                _ => {
+                    out.truncate(start);
+                    return None;
+                }
             };
-            let Some((key, value)) = value else {
-                out.truncate(start);
-                return None;
+            // The first answer's non-null scalar; null when the answers that hold
+            // it hold null; a field no answer holds is left out.
+            let mut value = None;
+            let mut null = false;
+            for node in view.iter() {
+                match self.value(node).get(name) {
+                    Some(v) if v.is_null() => null = true,
+                    Some(v) if matches!(v.kind(), Kind::Object | Kind::Array) => {
+                        out.truncate(start);
+                        return None;
+                    }
+                    Some(v) => {
+                        value = Some(v);
+                        break;
+                    }
+                    None => {}
+                }
+            }
+            let raw = match value {
+                Some(v) => v.raw(),
+                None if null => b"null".as_slice(),
+                None => continue,
             };
             out.extend_from_slice(b",\"");
-            out.extend_from_slice(key);
+            out.extend_from_slice(name.as_bytes());
             out.extend_from_slice(b"\":");
-            out.extend_from_slice(value.raw());
+            out.extend_from_slice(raw);
+            wrote = true;
+        }
+        if !wrote {
+            out.truncate(start);
+            return None;
         }
         out.push(b'}');
         Some(named)
