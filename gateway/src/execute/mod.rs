@@ -386,10 +386,13 @@ impl<'a> Run<'a> {
                     }
                     Some(at) => {
                         let mut steps = Vec::new();
-                        let targets =
-                            found
-                                .data
-                                .targets(at, &self.plan.root_sources, supergraph, &mut steps);
+                        let targets = found.data.targets(
+                            at,
+                            &self.plan.root_sources,
+                            supergraph,
+                            &mut steps,
+                            0,
+                        );
                         for t in targets {
                             found.fail(owned_path(&steps[t.path]), message.clone());
                         }
@@ -432,7 +435,7 @@ impl<'a> Run<'a> {
                 let targets =
                     found
                         .data
-                        .targets(at, &self.plan.root_sources, supergraph, &mut steps);
+                        .targets(at, &self.plan.root_sources, supergraph, &mut steps, 0);
                 let tape = found.data.add_tape(piece.tape(), by);
                 for t in targets {
                     found.note(&piece, &steps[t.path]);
@@ -450,7 +453,8 @@ impl<'a> Run<'a> {
     /// The fetch's representations are written one after another into one buffer
     /// (an item is a span of it), and its targets' places into one list of steps: a
     /// fetch of hundreds of entities allocates for neither per entity. Both start
-    /// with the room the fetch's last request used ([`crate::plan::FetchRoom`]).
+    /// with the room the fetch's last request used ([`crate::plan::FetchRoom`]), and
+    /// so does each path's list of targets.
     fn entities<'s>(
         &'s self,
         id: FetchId,
@@ -462,6 +466,7 @@ impl<'a> Run<'a> {
         let mut entities: Vec<Entity<'a>> = Vec::with_capacity(4);
         let mut steps: Vec<PathStep<'a>> = Vec::with_capacity(fetch.room.steps.get());
         let mut text: Vec<u8> = Vec::with_capacity(fetch.room.text.get());
+        let mut most_targets = 0;
         {
             let found = self.found.lock();
             // Distinct representations per group, by a digest of their text: most
@@ -472,10 +477,14 @@ impl<'a> Run<'a> {
             for (g, group) in groups.iter().enumerate() {
                 let g = g as u32;
                 for path in &group.paths {
-                    let targets =
-                        found
-                            .data
-                            .targets(path, &self.plan.root_sources, supergraph, &mut steps);
+                    let targets = found.data.targets(
+                        path,
+                        &self.plan.root_sources,
+                        supergraph,
+                        &mut steps,
+                        fetch.room.targets.get(),
+                    );
+                    most_targets = most_targets.max(targets.len());
                     entities.reserve(targets.len());
                     // Room for a typical representation (`__typename` and a key) each.
                     text.reserve(targets.len() * 48);
@@ -557,6 +566,7 @@ impl<'a> Run<'a> {
         }
         fetch.room.steps.note(steps.len());
         fetch.room.text.note(text.len());
+        fetch.room.targets.note(most_targets);
         if entities.is_empty() {
             return None;
         }

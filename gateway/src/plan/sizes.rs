@@ -51,6 +51,8 @@ pub struct FetchRoom {
     pub steps: Room<{ 1 << 16 }>,
     /// Its representations' text, in bytes.
     pub text: Room<{ 1 << 20 }>,
+    /// The most objects one of its paths reached.
+    pub targets: Room<{ 1 << 14 }>,
 }
 
 #[cfg(test)]

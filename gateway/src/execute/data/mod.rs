@@ -511,15 +511,16 @@ impl Data {
 
     /// The objects at `path`, each with its view and its place in the response, as
     /// a span of `steps`, where the places are appended (`sources` says which root
-    /// answer holds a root field).
+    /// answer holds a root field); `room` is how many to make room for at once.
     pub fn targets<'p>(
         &self,
         path: &'p [PathSegment],
         sources: &RootSources,
         supergraph: &Supergraph,
         steps: &mut Vec<PathStep<'p>>,
+        room: usize,
     ) -> SmallVec<[Target; 1]> {
-        let mut out = SmallVec::new();
+        let mut out = SmallVec::with_capacity(room);
         // A place's steps: a key per segment, and an index per list on the way (held
         // inline for the usual depths; each target's are copied to `steps`).
         let mut at = SmallVec::<[PathStep<'p>; 8]>::new();
