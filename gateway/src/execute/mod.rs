@@ -514,15 +514,17 @@ impl<'a> Run<'a> {
                         let same = |e: &Entity<'_>| {
                             e.item.group == g && e.item.representation(&text) == written
                         };
-                        let known = match &index {
-                            Some(index) => match index.get(&(g, digest(written))) {
+                        // Worked out once, for the look-up and the entry.
+                        let key = index.as_ref().map(|_| (g, digest(written)));
+                        let known = match (&index, key) {
+                            (Some(index), Some(key)) => match index.get(&key) {
                                 Some(&at) if same(&entities[at]) => Some(at),
                                 // Another representation with the same digest: look
                                 // through them all.
                                 Some(_) => entities.iter().position(same),
                                 None => None,
                             },
-                            None => entities.iter().position(same),
+                            _ => entities.iter().position(same),
                         };
                         let at = match known {
                             Some(at) => {
@@ -534,8 +536,8 @@ impl<'a> Run<'a> {
                                     group: g,
                                     span: start as u32..text.len() as u32,
                                 };
-                                if let Some(index) = &mut index {
-                                    index.entry((g, digest(written))).or_insert(entities.len());
+                                if let (Some(index), Some(key)) = (&mut index, key) {
+                                    index.entry(key).or_insert(entities.len());
                                 } else if entities.len() >= 8 {
                                     // Room for every target of this path at once.
                                     let mut built = FastMap::with_capacity_and_hasher(

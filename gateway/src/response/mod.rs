@@ -549,8 +549,13 @@ enum Leaf {
 
 /// Whether `value` is a value of `scalar` (a custom scalar takes any).
 fn leaf(scalar: Scalar, value: &Value<'_>) -> Leaf {
-    // A JSON number without fraction or exponent, within 32 bits.
+    // A JSON number without fraction or exponent, within 32 bits: at most nine
+    // digits always are (the usual case, told without parsing); more are parsed.
     let integer = |raw: &[u8]| {
+        let digits = raw.strip_prefix(b"-").unwrap_or(raw);
+        if (1..=9).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit) {
+            return true;
+        }
         std::str::from_utf8(raw)
             .ok()
             .and_then(|t| t.parse::<i32>().ok())
@@ -642,7 +647,13 @@ mod tests {
         let cases = [
             (Scalar::Int, "7", "as is"),
             (Scalar::Int, "-2147483648", "as is"),
+            (Scalar::Int, "2147483647", "as is"),
+            (Scalar::Int, "-999999999", "as is"),
+            (Scalar::Int, "999999999", "as is"),
+            (Scalar::Int, "-0", "as is"),
             (Scalar::Int, "2147483648", "wrong"),
+            (Scalar::Int, "-2147483649", "wrong"),
+            (Scalar::Int, "9999999999", "wrong"),
             (Scalar::Int, "7.0", "wrong"),
             (Scalar::Int, "1e3", "wrong"),
             (Scalar::Int, "\"7\"", "wrong"),

@@ -261,6 +261,9 @@ impl Data {
         view
     }
 
+    /// `node`, then what was merged into it, recursively (to a depth of 65). The
+    /// usual merged answer has nothing merged into it in turn: it is added without
+    /// a call of its own.
     fn expand(&self, node: Node, out: &mut Nodes, depth: usize) {
         out.push(node);
         if depth > 64 {
@@ -268,7 +271,10 @@ impl Data {
         }
         if let Some(merged) = self.merged_into(node) {
             for m in merged.iter() {
-                self.expand(m, out, depth + 1);
+                match self.merged_into(m) {
+                    Some(_) => self.expand(m, out, depth + 1),
+                    None => out.push(m),
+                }
             }
         }
     }
