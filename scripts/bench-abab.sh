@@ -12,8 +12,8 @@
 #   git checkout - && cargo bench -p gateway --bench answer_parse --no-run
 #   scripts/bench-abab.sh before=/tmp/bench-old after=target/release/deps/answer_parse-<hash> 6
 # Usage: scripts/bench-abab.sh NAME=BINARY NAME=BINARY [ROUNDS] (default 6;
-# MEASURE_SECONDS=3 of measurement per benchmark and run). Run from the repository root, as benches read
-# their inputs relative to their crate (CRATE=gateway by default).
+# MEASURE_SECONDS=3 of measurement per benchmark and run). The benches run from the
+# repository root, so criterion's own files go to target/criterion.
 # Output: results/<stamp>-bench-abab/summary.txt, and rounds.tsv beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,8 +40,8 @@ printf 'round\tbuild\tbenchmark\tmicroseconds\n' > "$tsv"
 # run BUILD BINARY ROUND: one criterion run, each benchmark's estimate (the middle of its
 # interval) appended to rounds.tsv in microseconds.
 run() {
-  (cd "${CRATE:-gateway}" && "$2" --bench --warm-up-time 1 --measurement-time "$measure" \
-      --noplot --discard-baseline 2>&1) | python3 -c '
+  "$2" --bench --warm-up-time 1 --measurement-time "$measure" --noplot --discard-baseline 2>&1 |
+    python3 -c '
 import re, sys
 build, round_ = sys.argv[1], sys.argv[2]
 name = None
