@@ -107,7 +107,10 @@ impl Data {
                 }
             };
             // The first answer's non-null scalar; null when the answers that hold
-            // it hold null; a field no answer holds is left out.
+            // it hold null; a field no answer holds is left out: the rule of
+            // [`Data::member`], read in place (calling it, which builds the values'
+            // list and looks up each answer's fetches, cost the deep request 2.8%
+            // more instructions).
             let mut value = None;
             let mut null = false;
             for node in view.iter() {
