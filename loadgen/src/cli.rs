@@ -315,6 +315,12 @@ pub struct TargetArgs {
     /// on every path without a body of its own: a captured answer of any size.
     #[arg(long, value_name = "FILE")]
     pub body: Option<std::path::PathBuf>,
+    /// Answer a POST to /NAME with what the subgraph NAME answered that same request
+    /// body in this folder's recording (scripts/lib/exchange_recorder.py's
+    /// NNN-NAME.request.json and NNN-NAME.answer.json), and 404 to any request it does
+    /// not hold: a graph's subgraphs replayed at the cost of bare exchanges.
+    #[arg(long, value_name = "DIR", conflicts_with = "body")]
+    pub replay: Option<std::path::PathBuf>,
 }
 
 /// `loadgen netproxy`.

@@ -16,12 +16,14 @@
 //!
 //! Around them: [`cli`] (the command line), [`proc_usage`] (CPU and memory read from
 //! Linux, used by both halves), [`target_server`] (a server with known behaviour,
-//! for tests and calibration) and [`netproxy`] (a TCP proxy that adds a round trip's
+//! for tests and calibration, which can also answer from a recording of a graph's
+//! subgraph exchanges: [`replay`]) and [`netproxy`] (a TCP proxy that adds a round trip's
 //! latency, so the matrix can put a service "across a network").
 pub mod bench;
 pub mod cli;
 pub mod matrix;
 pub mod netproxy;
 pub mod proc_usage;
+pub mod replay;
 pub mod target_server;
 pub mod workload;

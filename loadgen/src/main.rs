@@ -56,6 +56,18 @@ fn target(args: &TargetArgs) -> anyhow::Result<()> {
         ),
         None => bytes::Bytes::from_static(loadgen::target_server::OK_BODY),
     };
+    let replay = match &args.replay {
+        Some(dir) => {
+            Some(loadgen::replay::Replay::load(dir).map_err(|e| anyhow::anyhow!("--replay: {e}"))?)
+        }
+        None => None,
+    };
+    let replaying = replay.as_ref().map(|r| r.len());
+    let setup = loadgen::target_server::Setup {
+        default_delay: Duration::from_millis(args.delay_ms),
+        body,
+        replay,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(usize::try_from(args.threads)?)
         .enable_all()
@@ -65,8 +77,11 @@ fn target(args: &TargetArgs) -> anyhow::Result<()> {
             .await
             .map_err(|e| anyhow::anyhow!("--listen {}: {e}", args.listen))?;
         println!("target listening on http://{}", listener.local_addr()?);
+        if let (Some(n), Some(dir)) = (replaying, &args.replay) {
+            println!("replaying {n} recorded exchanges from {}", dir.display());
+        }
         tokio::select! {
-            _ = loadgen::target_server::serve(listener, Duration::from_millis(args.delay_ms), body) => {}
+            _ = loadgen::target_server::serve(listener, setup) => {}
             _ = tokio::signal::ctrl_c() => {}
         }
         Ok(())

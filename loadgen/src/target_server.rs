@@ -12,12 +12,15 @@
 //! | `/drop` | closes the connection without answering |
 //! | `/hang` | never answers (until the client gives up) |
 //! | `/mixed` | in turn: 200 with the body, 500, 200 with GraphQL errors, dropped connection |
-//! | anything else | 200 with the body after the server's default delay |
+//! | anything else | 200 with the body after the server's default delay (with a recording: the recorded answer, or 404) |
 //!
 //! The body is `{"data":{"ok":true}}`, or any bytes the caller gives (`loadgen target
 //! --body FILE`): a captured gateway answer served this way makes the target's cost
-//! per exchange that of a bare HTTP exchange of that answer's size. Every answer is
-//! `application/json`, framed by `content-length`.
+//! per exchange that of a bare HTTP exchange of that answer's size. With a recording
+//! (`loadgen target --replay DIR`, [`crate::replay`]), a POST to any other path
+//! `/NAME` (a GET: to see the server up) is answered as the subgraph NAME answered that same request body when it
+//! was recorded, or 404. Every answer is `application/json`, framed by
+//! `content-length`.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -34,16 +37,39 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
+use crate::replay::Replay;
+
 /// The body of the paths without their own, unless the caller gives another.
 pub const OK_BODY: &[u8] = br#"{"data":{"ok":true}}"#;
 const GRAPHQL_ERROR_BODY: &[u8] = br#"{"data":null,"errors":[{"message":"resolver failed"}]}"#;
 
+/// What one server answers.
+#[derive(Debug, Default)]
+pub struct Setup {
+    /// Delay of every answer on the paths without a behaviour of their own.
+    pub default_delay: Duration,
+    /// What the paths without a body of their own answer ([`OK_BODY`] unless the
+    /// caller has another).
+    pub body: Bytes,
+    /// Recorded exchanges: when given, the paths without a behaviour of their own
+    /// answer from it instead of with `body`.
+    pub replay: Option<Replay>,
+}
+
+impl Setup {
+    /// No delay, no recording, and `body` on the paths without a body of their own.
+    pub fn answering(body: Bytes) -> Setup {
+        Setup {
+            body,
+            ..Setup::default()
+        }
+    }
+}
+
 /// Shared state of one server.
 #[derive(Debug, Default)]
 struct TargetState {
-    default_delay: Duration,
-    /// What the paths without a body of their own answer.
-    body: Bytes,
+    setup: Setup,
     mixed_turn: AtomicU64,
 }
 
@@ -83,7 +109,7 @@ async fn answer(
             if ms > 0 {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
             }
-            Ok(respond(StatusCode::OK, state.body.clone()))
+            Ok(respond(StatusCode::OK, state.setup.body.clone()))
         }
         ("status", Some(code)) => {
             let status = code
@@ -106,7 +132,7 @@ async fn answer(
             Err(Dropped)
         }
         ("mixed", None) => match state.mixed_turn.fetch_add(1, Ordering::Relaxed) % 4 {
-            0 => Ok(respond(StatusCode::OK, state.body.clone())),
+            0 => Ok(respond(StatusCode::OK, state.setup.body.clone())),
             1 => Ok(respond(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 Bytes::from_static(br#"{"error":"boom"}"#),
@@ -118,21 +144,57 @@ async fn answer(
             _ => Err(Dropped),
         },
         _ => {
-            if !state.default_delay.is_zero() {
-                tokio::time::sleep(state.default_delay).await;
+            if !state.setup.default_delay.is_zero() {
+                tokio::time::sleep(state.setup.default_delay).await;
             }
-            Ok(respond(StatusCode::OK, state.body.clone()))
+            match &state.setup.replay {
+                // A GET (to wait for the server) has nothing to look up.
+                Some(replay) if request.method() == hyper::Method::POST => {
+                    let name = head.to_owned();
+                    Ok(replayed(replay, &name, request).await)
+                }
+                _ => Ok(respond(StatusCode::OK, state.setup.body.clone())),
+            }
         }
     }
 }
 
-/// Accept connections on `listener` and serve them until the future is dropped; the
-/// paths without a body of their own answer `body` ([`OK_BODY`] unless the caller has
-/// another).
-pub async fn serve(listener: TcpListener, default_delay: Duration, body: Bytes) {
+/// The recorded answer to `request`'s body sent to the subgraph `name`, or 404 with
+/// a GraphQL error saying none was recorded.
+async fn replayed(
+    replay: &Replay,
+    name: &str,
+    request: Request<Incoming>,
+) -> Response<Full<Bytes>> {
+    let body = match request.into_body().collect().await {
+        Ok(body) => body.to_bytes(),
+        Err(e) => {
+            let message = format!("reading the request body: {e}");
+            return respond(StatusCode::BAD_REQUEST, graphql_error(&message));
+        }
+    };
+    match replay.answer(name, &body) {
+        Some(answer) => respond(StatusCode::OK, answer.clone()),
+        None => {
+            let message = format!(
+                "the replay holds no recorded request of {} bytes like this one to {name:?}",
+                body.len()
+            );
+            respond(StatusCode::NOT_FOUND, graphql_error(&message))
+        }
+    }
+}
+
+/// `{"errors":[{"message":…}]}`.
+fn graphql_error(message: &str) -> Bytes {
+    Bytes::from(serde_json::json!({ "errors": [{ "message": message }] }).to_string())
+}
+
+/// Accept connections on `listener` and serve them, as `setup` says, until the
+/// future is dropped.
+pub async fn serve(listener: TcpListener, setup: Setup) {
     let state = Arc::new(TargetState {
-        default_delay,
-        body,
+        setup,
         mixed_turn: AtomicU64::new(0),
     });
     loop {
@@ -167,20 +229,17 @@ impl BackgroundTarget {
         default_delay: Duration,
         worker_threads: usize,
     ) -> std::io::Result<BackgroundTarget> {
-        BackgroundTarget::start_with_body(
-            default_delay,
+        BackgroundTarget::start_with(
+            Setup {
+                default_delay,
+                ..Setup::answering(Bytes::from_static(OK_BODY))
+            },
             worker_threads,
-            Bytes::from_static(OK_BODY),
         )
     }
 
-    /// [`BackgroundTarget::start`], the paths without a body of their own answering
-    /// `body`.
-    pub fn start_with_body(
-        default_delay: Duration,
-        worker_threads: usize,
-        body: Bytes,
-    ) -> std::io::Result<BackgroundTarget> {
+    /// [`BackgroundTarget::start`], answering as `setup` says.
+    pub fn start_with(setup: Setup, worker_threads: usize) -> std::io::Result<BackgroundTarget> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(worker_threads.max(1))
             .enable_all()
@@ -197,7 +256,7 @@ impl BackgroundTarget {
                         return;
                     };
                     tokio::select! {
-                        _ = serve(listener, default_delay, body) => {}
+                        _ = serve(listener, setup) => {}
                         _ = stopped => {}
                     }
                 });
