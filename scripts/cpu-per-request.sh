@@ -16,6 +16,13 @@
 #                                                     (only these configurations: more rounds
 #                                                      in the same time for an A/B of builds)
 #   REPLAY=1 scripts/cpu-per-request.sh --deep       (the subgraphs replayed: see below)
+#   TOGETHER=1 GATEWAYS=… scripts/cpu-per-request.sh (the variants loaded at the same time,
+#                                                      each by its own loadgen: an A/B that
+#                                                      the machine's drift hits alike)
+#   RATE=300 …                                        (open loop: each loadgen sends this many
+#                                                      requests per second, with 100 connections;
+#                                                      see docs/deep.md for why an A/B of builds
+#                                                      wants TOGETHER=1 REPLAY=1 RATE=300)
 #   GATEWAYS="a=PATH b=PATH,--flag,value" scripts/cpu-per-request.sh
 #                                                     (several gateway builds or flag sets side
 #                                                      by side, e.g. allocators: each round
@@ -74,7 +81,7 @@ ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 subgraph_ticks() { local p t=0; for p in "${subgraphs[@]}"; do t=$((t + $(ticks "$p"))); done; echo $t; }
 load() { # url duration [json-out]
   "$bin/loadgen" bench --url "$1" --body-file "$work/request.json" -H 'content-type: application/json' \
-    --connections 100 --threads 1 --duration "$2" --json --no-progress > "${3:-/dev/null}"
+    --connections 100 --threads 1 --duration "$2" ${RATE:+--rate "$RATE"} --json --no-progress > "${3:-/dev/null}"
 }
 # gateway_args: how a gateway reaches the subgraphs (without --listen and the variant's flags).
 subgraphs=()
@@ -143,6 +150,22 @@ tp=$(port); tp1=$(port)
 # The same server on one thread: S for a server set up as the one-thread gateway is.
 "$bin/loadgen" target --listen 127.0.0.1:$tp1 --threads 1 "${target_body[@]}" >/dev/null 2>&1 & target1=$!; pids+=($target1)
 wait_up "http://127.0.0.1:$tp/"; wait_up "http://127.0.0.1:$tp1/"
+# row NAME OUT.json SERVER-TICKS SUBGRAPH-TICKS [ALL-REQUESTS]: one row of figures for
+# the window OUT.json loaded; the subgraphs' ticks are shared over ALL-REQUESTS (every
+# gateway's, when several were loaded at once), by default the window's own.
+row() {
+  python3 - "$round" "$1" "$2" "$3" "$4" "$(getconf CLK_TCK)" "${5:-}" <<'PY' | tee -a "$work/rows"
+import json, sys
+r = json.load(open(sys.argv[3]))
+n = max(r["requests"], 1)
+tick_us = 1e6 / int(sys.argv[6])
+server = int(sys.argv[4]) * tick_us / n
+subgraphs = int(sys.argv[5]) * tick_us / max(int(sys.argv[7] or n), 1)
+client = r["loadgen_cpu"]["process_cores"] / max(r["requests_per_sec"], 1) * 1e6
+print(sys.argv[1], sys.argv[2], round(r["requests_per_sec"]), sum(r["errors"].values()),
+      round(server, 2), round(subgraphs, 2), round(client, 2))
+PY
+}
 # measure NAME PID URL: warm up, then load for the window; one row of figures.
 measure() {
   local name=$1 pid=$2 url=$3
@@ -151,17 +174,7 @@ measure() {
   g0=$(ticks "$pid"); s0=$(subgraph_ticks)
   load "$url" "${secs}s" "$work/out.json"
   g1=$(ticks "$pid"); s1=$(subgraph_ticks)
-  python3 - "$round" "$name" "$work/out.json" $((g1 - g0)) $((s1 - s0)) "$(getconf CLK_TCK)" <<'PY' | tee -a "$work/rows"
-import json, sys
-r = json.load(open(sys.argv[3]))
-n = max(r["requests"], 1)
-tick_us = 1e6 / int(sys.argv[6])
-server = int(sys.argv[4]) * tick_us / n
-subgraphs = int(sys.argv[5]) * tick_us / n
-client = r["loadgen_cpu"]["process_cores"] / max(r["requests_per_sec"], 1) * 1e6
-print(sys.argv[1], sys.argv[2], round(r["requests_per_sec"]), sum(r["errors"].values()),
-      round(server, 2), round(subgraphs, 2), round(client, 2))
-PY
+  row "$name" "$work/out.json" $((g1 - g0)) $((s1 - s0))
 }
 gateway() { # NAME BINARY[,ARG...] gateway-args...: a fresh gateway for one measurement
   local name=$1 variant_args; shift
@@ -171,6 +184,36 @@ gateway() { # NAME BINARY[,ARG...] gateway-args...: a fresh gateway for one meas
   wait_up "http://127.0.0.1:$gp/health"
   measure "$name" $g "http://127.0.0.1:$gp/graphql"
   stop_pid $g
+}
+# together CONFIG ARG...: every variant at CONFIG at the same time, each on a fresh
+# gateway loaded by its own loadgen over the same window (TOGETHER=1): whatever the rest
+# of the machine does in that window, it does to all of them.
+together() {
+  local config=$1 variant name variant_args gp i n0=0
+  shift
+  local gps=() gs=() names=()
+  for variant in $variants; do
+    name=${variant%%=*}
+    IFS=, read -r -a variant_args <<< "${variant#*=}"
+    gp=$(port)
+    "${variant_args[@]}" --listen 127.0.0.1:$gp "${gateway_args[@]}" "$@" >/dev/null 2>&1 & gs+=($!)
+    gps+=($gp) names+=("$name:$config")
+  done
+  for gp in "${gps[@]}"; do wait_up "http://127.0.0.1:$gp/health"; done
+  local loads=()
+  for gp in "${gps[@]}"; do load "http://127.0.0.1:$gp/graphql" 2s & loads+=($!); done
+  wait "${loads[@]}"
+  local g0=() g1=() s0 s1
+  for i in "${!gs[@]}"; do g0+=($(ticks "${gs[$i]}")); done; s0=$(subgraph_ticks)
+  loads=()
+  for i in "${!gps[@]}"; do load "http://127.0.0.1:${gps[$i]}/graphql" "${secs}s" "$work/out-$i.json" & loads+=($!); done
+  wait "${loads[@]}"
+  for i in "${!gs[@]}"; do g1+=($(ticks "${gs[$i]}")); done; s1=$(subgraph_ticks)
+  for i in "${!gps[@]}"; do n0=$((n0 + $(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["requests"])' "$work/out-$i.json"))); done
+  for i in "${!gs[@]}"; do
+    row "${names[$i]}" "$work/out-$i.json" $((${g1[$i]} - ${g0[$i]})) $((s1 - s0)) $n0
+    stop_pid "${gs[$i]}"
+  done
 }
 variants=${GATEWAYS:-one-thread=$bin/gateway,--worker-threads,1 default=$bin/gateway}
 # Configurations, NAME=ARG,ARG...: the seed matrix's three, and on the deep query the
@@ -199,6 +242,14 @@ echo "round what req/s errors server_cpu_us_per_request subgraph_cpu_us_per_requ
 for round in $(seq "$rounds"); do
   measure target $target "http://127.0.0.1:$tp/"
   measure target-1-thread $target1 "http://127.0.0.1:$tp1/"
+  if [ "${TOGETHER:-}" = 1 ]; then
+    for config in $configs; do
+      cfg_args=()
+      IFS=, read -r -a cfg_args <<< "${config#*=}"
+      together "${config%%=*}" "${cfg_args[@]}"
+    done
+    continue
+  fi
   for variant in $variants; do
     name=${variant%%=*}; command=${variant#*=}
     for config in $configs; do
