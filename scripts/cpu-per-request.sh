@@ -238,6 +238,8 @@ if [ -n "$want" ]; then # only the configurations named, e.g. CONFIGS="no-cache 
   configs=${chosen# }
 fi
 echo "gateways: $variants"
+[ "${TOGETHER:-}" = 1 ] && echo "TOGETHER=1: in each round, every gateway at a configuration is loaded at the same time, each by its own loadgen"
+[ -n "${RATE:-}" ] && echo "RATE=$RATE: open loop, each loadgen sending $RATE requests per second"
 echo "round what req/s errors server_cpu_us_per_request subgraph_cpu_us_per_request loadgen_cpu_us_per_request"
 for round in $(seq "$rounds"); do
   measure target $target "http://127.0.0.1:$tp/"
