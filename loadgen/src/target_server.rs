@@ -18,9 +18,9 @@
 //! --body FILE`): a captured gateway answer served this way makes the target's cost
 //! per exchange that of a bare HTTP exchange of that answer's size. With a recording
 //! (`loadgen target --replay DIR`, [`crate::replay`]), a POST to any other path
-//! `/NAME` (a GET: to see the server up) is answered as the subgraph NAME answered that same request body when it
-//! was recorded, or 404. Every answer is `application/json`, framed by
-//! `content-length`.
+//! `/NAME` is answered as the subgraph NAME answered that same request body when it
+//! was recorded, or 404; a GET there still gets the body (to see the server up).
+//! Every answer is `application/json`, framed by `content-length`.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,7 +44,7 @@ pub const OK_BODY: &[u8] = br#"{"data":{"ok":true}}"#;
 const GRAPHQL_ERROR_BODY: &[u8] = br#"{"data":null,"errors":[{"message":"resolver failed"}]}"#;
 
 /// What one server answers.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Setup {
     /// Delay of every answer on the paths without a behaviour of their own.
     pub default_delay: Duration,
@@ -56,12 +56,20 @@ pub struct Setup {
     pub replay: Option<Replay>,
 }
 
+impl Default for Setup {
+    /// No delay, no recording, and [`OK_BODY`].
+    fn default() -> Setup {
+        Setup::answering(Bytes::from_static(OK_BODY))
+    }
+}
+
 impl Setup {
     /// No delay, no recording, and `body` on the paths without a body of their own.
     pub fn answering(body: Bytes) -> Setup {
         Setup {
+            default_delay: Duration::ZERO,
             body,
-            ..Setup::default()
+            replay: None,
         }
     }
 }
@@ -232,7 +240,7 @@ impl BackgroundTarget {
         BackgroundTarget::start_with(
             Setup {
                 default_delay,
-                ..Setup::answering(Bytes::from_static(OK_BODY))
+                ..Setup::default()
             },
             worker_threads,
         )

@@ -1,5 +1,6 @@
 """A reverse proxy that keeps every exchange it forwards: what the deep ceilings
-(scripts/deep-ceilings.sh) replay as bare exchanges.
+(scripts/deep-ceilings.sh) replay as bare exchanges, and what `loadgen target --replay`
+answers back in place of the subgraphs (scripts/cpu-per-request.sh --deep, REPLAY=1).
 
     python3 scripts/lib/exchange_recorder.py DIR PORT NAME=URL [NAME=URL ...]
 
