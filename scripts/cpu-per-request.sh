@@ -53,6 +53,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 deep=false
 if [ "${1:-}" = --deep ]; then deep=true; shift; fi
+if [ "${REPLAY:-}" = 1 ] && ! $deep; then echo "REPLAY=1: only the deep query's subgraphs can be replayed (add --deep)" >&2; exit 2; fi
 . scripts/lib/record.sh
 if $deep; then
   record_output "${RUN_NAME:-cpu-per-request-deep}"
@@ -121,7 +122,7 @@ PY
     python3 scripts/lib/exchange_recorder.py "$work/exchanges" "$rp" "${upstreams[@]}" & recorder=$!; pids+=($recorder)
     wait_up "http://127.0.0.1:$rp/"
     gp=$(port)
-    "$bin/gateway" --listen 127.0.0.1:$gp "${recorded[@]}" >/dev/null 2>&1 & g=$!
+    "$bin/gateway" --listen 127.0.0.1:$gp "${recorded[@]}" >/dev/null 2>&1 & g=$!; pids+=($g)
     wait_up "http://127.0.0.1:$gp/health"
     curl -fsS -H 'content-type: application/json' --data-binary @"$work/request.json" \
       "http://127.0.0.1:$gp/graphql" -o "$work/recorded.json"
@@ -196,7 +197,7 @@ together() {
     name=${variant%%=*}
     IFS=, read -r -a variant_args <<< "${variant#*=}"
     gp=$(port)
-    "${variant_args[@]}" --listen 127.0.0.1:$gp "${gateway_args[@]}" "$@" >/dev/null 2>&1 & gs+=($!)
+    "${variant_args[@]}" --listen 127.0.0.1:$gp "${gateway_args[@]}" "$@" >/dev/null 2>&1 & gs+=($!); pids+=($!)
     gps+=($gp) names+=("$name:$config")
   done
   for gp in "${gps[@]}"; do wait_up "http://127.0.0.1:$gp/health"; done
