@@ -23,6 +23,10 @@
 #      a warm TTL 10 gateway), each at the memory store's cost with its key built
 #      beforehand and one clock reading for all (`cargo bench -p cache-core --bench cache
 #      -- hits_of_one_deep_answer`). Left out: the keys, the walks, merging and writing.
+# Beside the floors, the gateway itself without a cache, in the same run: one worker
+# thread, loaded as S_deep is, its subgraphs replayed from the same recording by
+# `loadgen target --replay` (so that their own work does not share the cores with it).
+# What it spends above the no-cache floor is its own work on the answers.
 #   scripts/deep-ceilings.sh [SECONDS]     (default 10 s per load; results/<stamp>-deep-ceilings)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -108,13 +112,40 @@ for answer in "$work"/exchanges/*.answer.json; do
   name=$(basename "$answer" .answer.json)
   bench "$name" "$work/exchanges/$name.request.json" "$answer"
 done
+# The gateway itself without a cache, its subgraphs replayed from the recording.
+rp=$(port)
+"$bin/loadgen" target --listen 127.0.0.1:$rp --threads 1 --replay "$work/exchanges" >/dev/null 2>&1 & replay=$!; pids+=($replay)
+wait_up "http://127.0.0.1:$rp/"
+replayed=(--supergraph commerce-graph/supergraph/supergraph.graphql)
+for s in products inventory reviews accounts; do replayed+=(--subgraph-url "$s=http://127.0.0.1:$rp/$s"); done
+gp=$(port)
+"$bin/gateway" --listen 127.0.0.1:$gp --worker-threads 1 "${replayed[@]}" >/dev/null 2>&1 & g=$!; pids+=($g)
+wait_up "http://127.0.0.1:$gp/health"
+deep_query $gp "$work/replayed.json"
+cmp -s "$work/answer.json" "$work/replayed.json" ||
+  { echo "deep-ceilings.sh: the answer with the subgraphs replayed differs from the recorded one" >&2; exit 1; }
+"$bin/loadgen" bench --url "http://127.0.0.1:$gp/graphql" --body-file "$work/request.json" -H 'content-type: application/json' \
+  --connections 100 --threads 1 --duration 2s --json --no-progress > /dev/null
+g0=$(ticks $g)
+"$bin/loadgen" bench --url "http://127.0.0.1:$gp/graphql" --body-file "$work/request.json" -H 'content-type: application/json' \
+  --connections 100 --threads 1 --duration "${secs}s" --json --no-progress > "$work/gateway.json"
+g1=$(ticks $g)
+stop_pid $g; stop_pid $replay
+python3 - "$work/gateway.json" $((g1 - g0)) "$(getconf CLK_TCK)" > "$work/gateway-row" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+n = max(r["requests"], 1)
+print(round(r["requests_per_sec"]), sum(r["errors"].values()), round(int(sys.argv[2]) * 1e6 / int(sys.argv[3]) / n, 2))
+PY
+echo "the gateway itself, no cache, one worker thread, its subgraphs replayed: req/s errors cpu_us_per_request"
+cat "$work/gateway-row"
 echo
 echo "the lab's parts, in criterion benches:"
 # criterion's own lines, without its comparison with an earlier run of the bench.
 criterion_lines() { awk '/^(answer_parse|hits_of)/ {n = 2; print; next} n > 0 && /time:|thrpt:/ {print; n--}'; }
 cargo bench -p gateway --bench answer_parse -- --warm-up-time 1 --measurement-time 3 2>&1 | criterion_lines
 cargo bench -p cache-core --bench cache -- hits_of_one_deep_answer --warm-up-time 1 --measurement-time 3 2>&1 | criterion_lines
-python3 - "$work/rows" "$((h1 - h0))" target/criterion <<'PY'
+python3 - "$work/rows" "$((h1 - h0))" target/criterion "$work/gateway-row" <<'PY'
 import json, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 hits = int(sys.argv[2])
@@ -140,6 +171,14 @@ print(f"no cache, at the least: {no_cache:.1f} us = {no_cache / s:.1f} S_deep (i
 print(f"  = S_deep {s:.1f} + the client side of {len(exchanges)} subgraph exchanges {client:.1f}"
       f" ({request_bytes} bytes sent, {answer_bytes} received) + parsing the answers {parse:.1f}"
       f" ({parse_ns_per_byte:.2f} ns per byte)")
+rps, errors, gateway = open(sys.argv[4]).read().split()
+if int(errors):
+    print(f"the gateway itself, no cache: {errors} errors in its window, so its figure is left out")
+else:
+    gateway = float(gateway)
+    print(f"the gateway itself, no cache, its subgraphs replayed: {gateway:.1f} us = {gateway / s:.1f} S_deep,"
+          f" {gateway / no_cache:.1f} times the floor; above it, {gateway - no_cache:.1f} us of its own work on the answers"
+          " (planning, walks, representations and request bodies, merging, writing) and its runtime")
 print(f"TTL 10 with per-entity entries, at the least: {ttl10:.1f} us = {ttl10 / s:.2f} S_deep (issue 23's target: 2 S_deep)")
 print(f"  = S_deep {s:.1f} + {hits} store reads at {hit_ns:.0f} ns ({hits * hit_ns / 1e3:.1f} us)")
 left = 2 * s - ttl10
