@@ -114,27 +114,12 @@ PY
     # The subgraph exchanges of one no-cache deep query, recorded through a proxy; then
     # the four subgraphs give way to one `loadgen target --replay` answering them back.
     mkdir "$work/exchanges"
-    rp=$(port) upstreams=() recorded=(--supergraph commerce-graph/supergraph/supergraph.graphql)
-    for s in products inventory reviews accounts; do
-      upstreams+=("$s=$(tr ' ' '\n' <<< "${gateway_args[*]}" | grep -m1 "^$s=" | cut -d= -f2-)")
-      recorded+=(--subgraph-url "$s=http://127.0.0.1:$rp/$s")
-    done
-    python3 scripts/lib/exchange_recorder.py "$work/exchanges" "$rp" "${upstreams[@]}" & recorder=$!; pids+=($recorder)
-    wait_up "http://127.0.0.1:$rp/"
-    gp=$(port)
-    "$bin/gateway" --listen 127.0.0.1:$gp "${recorded[@]}" >/dev/null 2>&1 & g=$!; pids+=($g)
-    wait_up "http://127.0.0.1:$gp/health"
-    curl -fsS -H 'content-type: application/json' --data-binary @"$work/request.json" \
-      "http://127.0.0.1:$gp/graphql" -o "$work/recorded.json"
-    stop_pid $g; stop_pid $recorder
+    record_deep_exchanges "$bin" "$work/request.json" "$work/exchanges" "$work/recorded.json" "${gateway_args[@]}"
     cmp -s "$work/answer.json" "$work/recorded.json" ||
       { echo "REPLAY: the answer through the recorder differs from the gateway's own" >&2; exit 1; }
     for p in "${subgraphs[@]}"; do stop_pid "$p"; done
-    rp=$(port)
-    "$bin/loadgen" target --listen 127.0.0.1:$rp --threads 1 --replay "$work/exchanges" >/dev/null 2>&1 & subgraphs=($!); pids+=($!)
-    wait_up "http://127.0.0.1:$rp/"
-    gateway_args=(--supergraph commerce-graph/supergraph/supergraph.graphql)
-    for s in products inventory reviews accounts; do gateway_args+=(--subgraph-url "$s=http://127.0.0.1:$rp/$s"); done
+    replay_deep_graph "$bin" "$work/exchanges"
+    subgraphs=("$replay_pid") gateway_args=("${replay_args[@]}")
     echo "subgraphs: replayed by one loadgen target --replay (one thread), from the $(ls "$work/exchanges" | grep -c answer) exchanges of one no-cache deep query, recorded first"
   fi
 else

@@ -42,40 +42,26 @@ pids=()
 stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 trap 'for p in "${pids[@]}"; do stop_pid "$p"; done; rm -rf "$work"' EXIT
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-python3 -c 'import json, sys; sys.stdout.write(json.dumps({"query": open(sys.argv[1]).read(), "operationName": "DeepWishlistChain"}))' \
-  commerce-graph/queries/deep.graphql > "$work/request.json"
-direct=() recorded=() upstreams=()
-rp=$(port)
-for s in products inventory reviews accounts; do
-  sp=$(port)
-  "$bin/commerce-service" --subgraph "$s" --listen 127.0.0.1:$sp >/dev/null 2>&1 & pids+=($!)
-  wait_up "http://127.0.0.1:$sp/health"
-  direct+=(--subgraph-url "$s=http://127.0.0.1:$sp/graphql")
-  recorded+=(--subgraph-url "$s=http://127.0.0.1:$rp/$s")
-  upstreams+=("$s=http://127.0.0.1:$sp/graphql")
-done
-deep_query() { # PORT OUT: one deep query to the gateway on PORT, its answer checked clean
-  curl -fsS -H 'content-type: application/json' --data-binary @"$work/request.json" \
-    "http://127.0.0.1:$1/graphql" -o "$2"
-  python3 - "$2" <<'PY'
+start_deep_graph "$bin" "$work"
+# clean FILE: stop unless FILE holds a deep answer with data and no errors.
+clean() {
+  python3 - "$1" <<'PY'
 import json, sys
 a = json.load(open(sys.argv[1]))
 assert a.get("data") and not a.get("errors"), f"the deep answer is not a clean one: {str(a)[:300]}"
 PY
 }
+deep_query() { # PORT OUT: one deep query to the gateway on PORT, its answer checked clean
+  curl -fsS -H 'content-type: application/json' --data-binary @"$work/request.json" \
+    "http://127.0.0.1:$1/graphql" -o "$2"
+  clean "$2"
+}
 # The subgraph exchanges of one deep query, recorded between a no-cache gateway and the subgraphs.
-python3 scripts/lib/exchange_recorder.py "$work/exchanges" "$rp" "${upstreams[@]}" & recorder=$!; pids+=($recorder)
-wait_up "http://127.0.0.1:$rp/"
-gp=$(port)
-"$bin/gateway" --listen 127.0.0.1:$gp --worker-threads 1 --supergraph commerce-graph/supergraph/supergraph.graphql \
-  "${recorded[@]}" >/dev/null 2>&1 & g=$!; pids+=($g)
-wait_up "http://127.0.0.1:$gp/health"
-deep_query $gp "$work/answer.json"
-stop_pid $g; stop_pid $recorder
+record_deep_exchanges "$bin" "$work/request.json" "$work/exchanges" "$work/answer.json" "${deep_args[@]}"
+clean "$work/answer.json"
 # The cache calls of one fully cached deep answer, on a warm TTL 10 gateway.
 gp=$(port)
-"$bin/gateway" --listen 127.0.0.1:$gp --worker-threads 1 --ttl 10 --supergraph commerce-graph/supergraph/supergraph.graphql \
-  "${direct[@]}" >/dev/null 2>&1 & g=$!; pids+=($g)
+"$bin/gateway" --listen 127.0.0.1:$gp --worker-threads 1 --ttl 10 "${deep_args[@]}" >/dev/null 2>&1 & g=$!; pids+=($g)
 wait_up "http://127.0.0.1:$gp/health"
 hits() { curl -fsS "http://127.0.0.1:$gp/metrics" | awk '/^gateway_cache_hits_total/ {n += $NF} END {print n + 0}'; }
 deep_query $gp "$work/warm.json"
@@ -85,18 +71,24 @@ cmp -s <(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1
        <(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])), sort_keys=True))' "$work/cached.json") ||
   { echo "deep-ceilings.sh: the cached deep answer differs from the uncached one" >&2; exit 1; }
 echo "one deep query: $(stat -c %s "$work/answer.json")-byte answer; $(ls "$work/exchanges" | grep -c answer) subgraph exchanges; $((h1 - h0)) cache hits when fully cached"
-bench() { # NAME BODY-FILE ANSWER-FILE: a bare exchange of that request and answer, one row
-  local tp; tp=$(port)
-  "$bin/loadgen" target --listen 127.0.0.1:$tp --threads 2 --body "$3" >/dev/null 2>&1 & local t=$!; pids+=($t)
-  wait_up "http://127.0.0.1:$tp/"
-  "$bin/loadgen" bench --url "http://127.0.0.1:$tp/" --body-file "$2" -H 'content-type: application/json' \
+# window URL BODY-FILE PID OUT: load URL as S_deep is loaded (2 s of warm-up, then the
+# window), the figures in OUT; prints PID's CPU ticks over the window.
+window() {
+  local t0
+  "$bin/loadgen" bench --url "$1" --body-file "$2" -H 'content-type: application/json' \
     --connections 100 --threads 1 --duration 2s --json --no-progress > /dev/null
-  local t0; t0=$(ticks $t)
-  "$bin/loadgen" bench --url "http://127.0.0.1:$tp/" --body-file "$2" -H 'content-type: application/json' \
-    --connections 100 --threads 1 --duration "${secs}s" --json --no-progress > "$work/out.json"
-  local t1; t1=$(ticks $t)
+  t0=$(ticks "$3")
+  "$bin/loadgen" bench --url "$1" --body-file "$2" -H 'content-type: application/json' \
+    --connections 100 --threads 1 --duration "${secs}s" --json --no-progress > "$4"
+  echo $(($(ticks "$3") - t0))
+}
+bench() { # NAME BODY-FILE ANSWER-FILE: a bare exchange of that request and answer, one row
+  local tp t ticked; tp=$(port)
+  "$bin/loadgen" target --listen 127.0.0.1:$tp --threads 2 --body "$3" >/dev/null 2>&1 & t=$!; pids+=($t)
+  wait_up "http://127.0.0.1:$tp/"
+  ticked=$(window "http://127.0.0.1:$tp/" "$2" $t "$work/out.json")
   stop_pid $t
-  python3 - "$1" "$work/out.json" $((t1 - t0)) "$(getconf CLK_TCK)" "$(stat -c %s "$2")" "$(stat -c %s "$3")" <<'PY' | tee -a "$work/rows"
+python3 - "$1" "$work/out.json" "$ticked" "$(getconf CLK_TCK)" "$(stat -c %s "$2")" "$(stat -c %s "$3")" <<'PY' | tee -a "$work/rows"
 import json, sys
 r = json.load(open(sys.argv[2]))
 n = max(r["requests"], 1)
@@ -113,25 +105,16 @@ for answer in "$work"/exchanges/*.answer.json; do
   bench "$name" "$work/exchanges/$name.request.json" "$answer"
 done
 # The gateway itself without a cache, its subgraphs replayed from the recording.
-rp=$(port)
-"$bin/loadgen" target --listen 127.0.0.1:$rp --threads 1 --replay "$work/exchanges" >/dev/null 2>&1 & replay=$!; pids+=($replay)
-wait_up "http://127.0.0.1:$rp/"
-replayed=(--supergraph commerce-graph/supergraph/supergraph.graphql)
-for s in products inventory reviews accounts; do replayed+=(--subgraph-url "$s=http://127.0.0.1:$rp/$s"); done
+replay_deep_graph "$bin" "$work/exchanges"
 gp=$(port)
-"$bin/gateway" --listen 127.0.0.1:$gp --worker-threads 1 "${replayed[@]}" >/dev/null 2>&1 & g=$!; pids+=($g)
+"$bin/gateway" --listen 127.0.0.1:$gp --worker-threads 1 "${replay_args[@]}" >/dev/null 2>&1 & g=$!; pids+=($g)
 wait_up "http://127.0.0.1:$gp/health"
 deep_query $gp "$work/replayed.json"
 cmp -s "$work/answer.json" "$work/replayed.json" ||
   { echo "deep-ceilings.sh: the answer with the subgraphs replayed differs from the recorded one" >&2; exit 1; }
-"$bin/loadgen" bench --url "http://127.0.0.1:$gp/graphql" --body-file "$work/request.json" -H 'content-type: application/json' \
-  --connections 100 --threads 1 --duration 2s --json --no-progress > /dev/null
-g0=$(ticks $g)
-"$bin/loadgen" bench --url "http://127.0.0.1:$gp/graphql" --body-file "$work/request.json" -H 'content-type: application/json' \
-  --connections 100 --threads 1 --duration "${secs}s" --json --no-progress > "$work/gateway.json"
-g1=$(ticks $g)
-stop_pid $g; stop_pid $replay
-python3 - "$work/gateway.json" $((g1 - g0)) "$(getconf CLK_TCK)" > "$work/gateway-row" <<'PY'
+ticked=$(window "http://127.0.0.1:$gp/graphql" "$work/request.json" $g "$work/gateway.json")
+stop_pid $g; stop_pid $replay_pid
+python3 - "$work/gateway.json" "$ticked" "$(getconf CLK_TCK)" > "$work/gateway-row" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 n = max(r["requests"], 1)

@@ -1,4 +1,4 @@
-# Sourced by the side-by-side scripts (ceilings.sh, compare-mercurius.sh): what they
+# Sourced by the side-by-side scripts (ceilings.sh, compare-mercurius.sh, the deep ones): what they
 # share about recording a run, finding ports and waiting for servers.
 
 # record_output NAME: from here on, everything the script prints is also kept in
@@ -50,4 +50,40 @@ start_deep_graph() {
     wait_up "http://127.0.0.1:$sp/health"
     deep_args+=(--subgraph-url "$s=http://127.0.0.1:$sp/graphql")
   done
+}
+
+# record_deep_exchanges BIN REQUEST DIR ANSWER ARG...: the subgraph exchanges of one
+# no-cache deep query, kept in DIR by scripts/lib/exchange_recorder.py, a proxy between a
+# gateway from BIN and the subgraphs that ARG... (a gateway's arguments: the supergraph
+# and a --subgraph-url NAME=URL per subgraph) name. The query's body is the file REQUEST,
+# its answer is written to ANSWER; the proxy and that gateway are stopped again.
+record_deep_exchanges() {
+  local bin=$1 request=$2 dir=$3 answer=$4 rp gp a prev="" recorder g
+  shift 4
+  rp=$(port)
+  local upstreams=() args=()
+  for a in "$@"; do
+    if [ "$prev" = --subgraph-url ]; then upstreams+=("$a"); a="${a%%=*}=http://127.0.0.1:$rp/${a%%=*}"; fi
+    args+=("$a"); prev=$a
+  done
+  python3 scripts/lib/exchange_recorder.py "$dir" "$rp" "${upstreams[@]}" & recorder=$!; pids+=($recorder)
+  wait_up "http://127.0.0.1:$rp/"
+  gp=$(port)
+  "$bin/gateway" --listen 127.0.0.1:$gp --worker-threads 1 "${args[@]}" >/dev/null 2>&1 & g=$!; pids+=($g)
+  wait_up "http://127.0.0.1:$gp/health"
+  curl -fsS -H 'content-type: application/json' --data-binary @"$request" "http://127.0.0.1:$gp/graphql" -o "$answer"
+  kill $g $recorder 2>/dev/null || true; wait $g $recorder 2>/dev/null || true
+}
+
+# replay_deep_graph BIN DIR: one `loadgen target --replay DIR` from BIN (one thread) on a
+# free port, standing in for the commerce graph's four subgraphs; its PID is appended to
+# the caller's pids and kept in replay_pid. Sets replay_args: how a gateway reaches it
+# (the committed supergraph, each subgraph's URL overridden).
+replay_deep_graph() {
+  local s rp
+  rp=$(port)
+  "$1/loadgen" target --listen 127.0.0.1:$rp --threads 1 --replay "$2" >/dev/null 2>&1 & replay_pid=$!; pids+=($replay_pid)
+  wait_up "http://127.0.0.1:$rp/"
+  replay_args=(--supergraph commerce-graph/supergraph/supergraph.graphql)
+  for s in products inventory reviews accounts; do replay_args+=(--subgraph-url "$s=http://127.0.0.1:$rp/$s"); done
 }
