@@ -41,23 +41,16 @@ pub enum ReplayError {
 impl Replay {
     /// Every `NNN-NAME.request.json` in `dir`, with its `NNN-NAME.answer.json`.
     pub fn load(dir: &Path) -> Result<Replay, ReplayError> {
-        let read = |path: &Path| {
-            std::fs::read(path).map_err(|error| ReplayError::Read {
-                path: path.display().to_string(),
-                error,
-            })
+        let unreadable = |path: &Path| {
+            let path = path.display().to_string();
+            move |error| ReplayError::Read { path, error }
         };
-        let entries = std::fs::read_dir(dir).map_err(|error| ReplayError::Read {
-            path: dir.display().to_string(),
-            error,
-        })?;
+        let read = |path: &Path| std::fs::read(path).map_err(unreadable(path));
+        let entries = std::fs::read_dir(dir).map_err(unreadable(dir))?;
         let mut replay = Replay::default();
         let mut names = Vec::new();
         for entry in entries {
-            let entry = entry.map_err(|error| ReplayError::Read {
-                path: dir.display().to_string(),
-                error,
-            })?;
+            let entry = entry.map_err(unreadable(dir))?;
             let file = entry.file_name().to_string_lossy().into_owned();
             if let Some(stem) = file.strip_suffix(".request.json") {
                 names.push(stem.to_owned());
