@@ -16,6 +16,7 @@
 #                                                     (only these configurations: more rounds
 #                                                      in the same time for an A/B of builds)
 #   REPLAY=1 scripts/cpu-per-request.sh --deep       (the subgraphs replayed: see below)
+#   scripts/cpu-per-request.sh --public-benchmark DIR (the public gateways benchmark's graph)
 #   TOGETHER=1 GATEWAYS=… scripts/cpu-per-request.sh (the variants loaded at the same time,
 #                                                      each by its own loadgen: an A/B that
 #                                                      the machine's drift hits alike)
@@ -42,20 +43,37 @@
 # (everything cached) <= 2 S, TTL 0 <= 3 S, no cache <= 20 S. The seed mode keeps issue
 # 14's (<= 2, 2.5, 8 S). Output: results/<stamp>-cpu-per-request-deep.
 #
-# REPLAY=1 (with --deep): the subgraph exchanges of one no-cache deep query are recorded
-# first (scripts/lib/exchange_recorder.py), and one `loadgen target --replay` on one
-# thread answers them back in place of the four subgraphs, byte for byte. The
+# With --public-benchmark DIR, the same on the graph issue 23 took its own figures from: the
+# public gateways benchmark (a checkout of graphql-hive/graphql-gateways-benchmark at DIR,
+# e.g. from `git clone`; its Rust subgraphs are built there with its own Cargo.lock). Its
+# query is the benchmark's TestQuery (from DIR/k6.js), its supergraph DIR's own
+# (gateways/hive-router/supergraph.graphql), and its one subgraphs process serves the four
+# subgraphs. The figures are judged against the same targets as --deep: the issue set them
+# for the commerce graph's deep query from what it measured on this one.
+# Output: results/<stamp>-cpu-per-request-public-benchmark.
+#
+# REPLAY=1 (with --deep or --public-benchmark): the subgraph exchanges of one no-cache
+# deep query are recorded first (scripts/lib/exchange_recorder.py), and one `loadgen
+# target --replay` on one thread answers them back in place of the subgraphs, byte for
+# byte. The
 # subgraphs' own work (about five times the gateway's on this query) then no longer
 # shares the two cores with the gateway, nor swings from one window to the next: the
 # gateway's figure is its own. Only the configurations whose requests a no-cache
 # gateway sends are run, unless CONFIGS names others.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-deep=false
+deep=false public=""
 if [ "${1:-}" = --deep ]; then deep=true; shift; fi
-if [ "${REPLAY:-}" = 1 ] && ! $deep; then echo "REPLAY=1: only the deep query's subgraphs can be replayed (add --deep)" >&2; exit 2; fi
+if [ "${1:-}" = --public-benchmark ]; then
+  [ -n "${2:-}" ] || { echo "--public-benchmark: give the path of a checkout of graphql-hive/graphql-gateways-benchmark" >&2; exit 2; }
+  deep=true public=$(cd "$2" && pwd); shift 2
+fi
+if [ "${REPLAY:-}" = 1 ] && ! $deep; then echo "REPLAY=1: only the deep queries' subgraphs can be replayed (add --deep or --public-benchmark DIR)" >&2; exit 2; fi
 . scripts/lib/record.sh
-if $deep; then
+if [ -n "$public" ]; then
+  build_public_graph "$public" || exit 2
+  record_output "${RUN_NAME:-cpu-per-request-public-benchmark}"
+elif $deep; then
   record_output "${RUN_NAME:-cpu-per-request-deep}"
 else
   record_output "${RUN_NAME:-cpu-per-request}" # everything printed is also kept in results/<stamp>-<name>/summary.txt
@@ -65,6 +83,8 @@ if [ -n "${BIN:-}" ]; then
   bin=$BIN
   echo "binaries: $bin, not built from this tree${BIN_COMMIT:+ but from commit $BIN_COMMIT}"
 elif $deep; then
+  # The commerce graph's subgraphs are built even for the public benchmark's graph: one
+  # build of the three packages together, as the other deep runs make it.
   cargo build --release --locked -p gateway -p commerce-graph -p loadgen
   bin=$PWD/target/release
 else
@@ -87,15 +107,15 @@ load() { # url duration [json-out]
 # gateway_args: how a gateway reaches the subgraphs (without --listen and the variant's flags).
 subgraphs=()
 if $deep; then
-  python3 -c 'import json, sys; sys.stdout.write(json.dumps({"query": open(sys.argv[1]).read(), "operationName": "DeepWishlistChain"}))' \
-    commerce-graph/queries/deep.graphql > "$work/request.json"
-  gateway_args=(--supergraph commerce-graph/supergraph/supergraph.graphql)
-  for s in products inventory reviews accounts; do
-    sp=$(port)
-    "$bin/commerce-service" --subgraph "$s" --listen 127.0.0.1:$sp >/dev/null 2>&1 & subgraphs+=($!); pids+=($!)
-    gateway_args+=(--subgraph-url "$s=http://127.0.0.1:$sp/graphql")
-    wait_up "http://127.0.0.1:$sp/health"
-  done
+  started=${#pids[@]}
+  if [ -n "$public" ]; then
+    start_public_graph "$public" "$work"
+    query="TestQuery, the public gateways benchmark's query ($public, $(git -C "$public" rev-parse --short HEAD 2>/dev/null || echo 'not a git checkout'))"
+  else
+    start_deep_graph "$bin" "$work"
+    query=DeepWishlistChain
+  fi
+  subgraphs=("${pids[@]:$started}") gateway_args=("${deep_args[@]}")
   # S's body: one real answer of a gateway to the deep query.
   gp=$(port)
   "$bin/gateway" --listen 127.0.0.1:$gp "${gateway_args[@]}" >/dev/null 2>&1 & g=$!
@@ -103,11 +123,11 @@ if $deep; then
   curl -fsS -H 'content-type: application/json' --data-binary @"$work/request.json" \
     "http://127.0.0.1:$gp/graphql" -o "$work/answer.json"
   stop_pid $g
-  python3 - "$work/answer.json" <<'PY'
+  python3 - "$work/answer.json" "$query" <<'PY'
 import json, os, sys
 a = json.load(open(sys.argv[1]))
 assert a.get("data") and not a.get("errors"), f"the captured deep answer is not a clean one: {str(a)[:300]}"
-print(f"S's answer: one gateway answer to DeepWishlistChain, captured first ({os.path.getsize(sys.argv[1])} bytes)")
+print(f"S's answer: one gateway answer to {sys.argv[2]}, captured first ({os.path.getsize(sys.argv[1])} bytes)")
 PY
   target_body=(--body "$work/answer.json")
   if [ "${REPLAY:-}" = 1 ]; then
@@ -118,7 +138,7 @@ PY
     cmp -s "$work/answer.json" "$work/recorded.json" ||
       { echo "REPLAY: the answer through the recorder differs from the gateway's own" >&2; exit 1; }
     for p in "${subgraphs[@]}"; do stop_pid "$p"; done
-    replay_deep_graph "$bin" "$work/exchanges"
+    replay_graph "$bin" "$work/exchanges" "${gateway_args[@]}"
     subgraphs=("$replay_pid") gateway_args=("${replay_args[@]}")
     echo "subgraphs: replayed by one loadgen target --replay (one thread), from the $(ls "$work/exchanges" | grep -c answer) exchanges of one no-cache deep query, recorded first"
   fi

@@ -105,7 +105,7 @@ for answer in "$work"/exchanges/*.answer.json; do
   bench "$name" "$work/exchanges/$name.request.json" "$answer"
 done
 # The gateway itself without a cache, its subgraphs replayed from the recording.
-replay_deep_graph "$bin" "$work/exchanges"
+replay_graph "$bin" "$work/exchanges" "${deep_args[@]}"
 gp=$(port)
 "$bin/gateway" --listen 127.0.0.1:$gp --worker-threads 1 "${replay_args[@]}" >/dev/null 2>&1 & g=$!; pids+=($g)
 wait_up "http://127.0.0.1:$gp/health"

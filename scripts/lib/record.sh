@@ -52,6 +52,40 @@ start_deep_graph() {
   done
 }
 
+# start_public_graph CHECKOUT WORK: the graph of the public gateways benchmark, where issue
+# 23 took its figures (a checkout of graphql-hive/graphql-gateways-benchmark, whose
+# subgraphs must be built: see build_public_graph). Its query (TestQuery, read from the
+# checkout's k6.js) as a request body in WORK/request.json, and its one subgraphs process
+# (all four, at /accounts, /inventory, /products and /reviews) started on a free port (its
+# PID appended to the caller's pids). Sets deep_args, as start_deep_graph does, from the
+# checkout's supergraph.
+start_public_graph() {
+  local s sp
+  python3 - "$1/k6.js" > "$2/request.json" <<'PY2'
+import json, re, sys
+found = re.search(r"query:\s*`(.*?)`", open(sys.argv[1]).read(), re.S)
+if not found:
+    sys.exit(f"{sys.argv[1]}: no query: `...` in it (is this a checkout of graphql-gateways-benchmark?)")
+sys.stdout.write(json.dumps({"query": found.group(1), "operationName": "TestQuery"}))
+PY2
+  sp=$(port)
+  HOST=127.0.0.1 PORT=$sp "$1/target/release/subgraphs" >/dev/null 2>&1 & pids+=($!)
+  wait_up "http://127.0.0.1:$sp/health"
+  deep_args=(--supergraph "$1/gateways/hive-router/supergraph.graphql")
+  for s in accounts inventory products reviews; do deep_args+=(--subgraph-url "$s=http://127.0.0.1:$sp/$s"); done
+}
+
+# build_public_graph CHECKOUT: build the public benchmark's subgraphs in the checkout, with
+# its own Cargo.lock (crates from crates.io; a few minutes the first time). Stops, naming
+# the path, when CHECKOUT is not such a checkout.
+build_public_graph() {
+  [ -f "$1/k6.js" ] && [ -f "$1/subgraphs/main.rs" ] && [ -f "$1/gateways/hive-router/supergraph.graphql" ] || {
+    echo "$1 is not a checkout of graphql-hive/graphql-gateways-benchmark (no k6.js, subgraphs/main.rs or gateways/hive-router/supergraph.graphql)" >&2
+    return 2
+  }
+  cargo build --release --locked --quiet --manifest-path "$1/Cargo.toml" -p subgraphs --target-dir "$1/target"
+}
+
 # record_deep_exchanges BIN REQUEST DIR ANSWER ARG...: the subgraph exchanges of one
 # no-cache deep query, kept in DIR by scripts/lib/exchange_recorder.py, a proxy between a
 # gateway from BIN and the subgraphs that ARG... (a gateway's arguments: the supergraph
@@ -61,29 +95,43 @@ record_deep_exchanges() {
   local bin=$1 request=$2 dir=$3 answer=$4 rp gp a prev="" recorder g
   shift 4
   rp=$(port)
-  local upstreams=() args=()
+  local upstreams=()
   for a in "$@"; do
-    if [ "$prev" = --subgraph-url ]; then upstreams+=("$a"); a="${a%%=*}=http://127.0.0.1:$rp/${a%%=*}"; fi
-    args+=("$a"); prev=$a
+    if [ "$prev" = --subgraph-url ]; then upstreams+=("$a"); fi
+    prev=$a
   done
   python3 scripts/lib/exchange_recorder.py "$dir" "$rp" "${upstreams[@]}" & recorder=$!; pids+=($recorder)
   wait_up "http://127.0.0.1:$rp/"
+  through "http://127.0.0.1:$rp" "$@"
   gp=$(port)
-  "$bin/gateway" --listen 127.0.0.1:$gp --worker-threads 1 "${args[@]}" >/dev/null 2>&1 & g=$!; pids+=($g)
+  "$bin/gateway" --listen 127.0.0.1:$gp --worker-threads 1 "${through_args[@]}" >/dev/null 2>&1 & g=$!; pids+=($g)
   wait_up "http://127.0.0.1:$gp/health"
   curl -fsS -H 'content-type: application/json' --data-binary @"$request" "http://127.0.0.1:$gp/graphql" -o "$answer"
   kill $g $recorder 2>/dev/null || true; wait $g $recorder 2>/dev/null || true
 }
 
-# replay_deep_graph BIN DIR: one `loadgen target --replay DIR` from BIN (one thread) on a
-# free port, standing in for the commerce graph's four subgraphs; its PID is appended to
-# the caller's pids and kept in replay_pid. Sets replay_args: how a gateway reaches it
-# (the committed supergraph, each subgraph's URL overridden).
-replay_deep_graph() {
-  local s rp
+# through BASE ARG...: a gateway's arguments ARG... (a supergraph and a --subgraph-url
+# NAME=URL per subgraph) with every subgraph reached at BASE/NAME instead, in through_args.
+through() {
+  local base=$1 a prev=""
+  shift
+  through_args=()
+  for a in "$@"; do
+    if [ "$prev" = --subgraph-url ]; then a="${a%%=*}=$base/${a%%=*}"; fi
+    through_args+=("$a"); prev=$a
+  done
+}
+
+# replay_graph BIN DIR ARG...: one `loadgen target --replay DIR` from BIN (one thread) on a
+# free port, standing in for the subgraphs that ARG... (a gateway's arguments, as for
+# record_deep_exchanges) name; its PID is appended to the caller's pids and kept in
+# replay_pid. Sets replay_args: ARG... with every subgraph reached at the replay.
+replay_graph() {
+  local rp
   rp=$(port)
   "$1/loadgen" target --listen 127.0.0.1:$rp --threads 1 --replay "$2" >/dev/null 2>&1 & replay_pid=$!; pids+=($replay_pid)
   wait_up "http://127.0.0.1:$rp/"
-  replay_args=(--supergraph commerce-graph/supergraph/supergraph.graphql)
-  for s in products inventory reviews accounts; do replay_args+=(--subgraph-url "$s=http://127.0.0.1:$rp/$s"); done
+  shift 2
+  through "http://127.0.0.1:$rp" "$@"
+  replay_args=("${through_args[@]}")
 }
