@@ -506,8 +506,10 @@ impl Data {
             view.iter()
                 .filter_map(|node| self.value(node).get("__typename").and_then(|t| t.as_str()))
         };
-        let first = names().next()?;
-        if names().skip(1).all(|n| n == first) {
+        // One pass reads each name once (the first is not read again to skip it).
+        let mut rest = names();
+        let first = rest.next()?;
+        if rest.all(|n| n == first) {
             return Some(first);
         }
         names()
