@@ -55,11 +55,10 @@
 # REPLAY=1 (with --deep or --public-benchmark): the subgraph exchanges of one no-cache
 # deep query are recorded first (scripts/lib/exchange_recorder.py), and one `loadgen
 # target --replay` on one thread answers them back in place of the subgraphs, byte for
-# byte. The
-# subgraphs' own work (about five times the gateway's on this query) then no longer
-# shares the two cores with the gateway, nor swings from one window to the next: the
-# gateway's figure is its own. Only the configurations whose requests a no-cache
-# gateway sends are run, unless CONFIGS names others.
+# byte. The subgraphs' own work (about five times the gateway's on the commerce graph's
+# query) then no longer shares the two cores with the gateway, nor swings from one window
+# to the next: the gateway's figure is its own. Only the configurations whose requests a
+# no-cache gateway sends are run, unless CONFIGS names others.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deep=false public=""
