@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Repeats the release-profile measurement: the seed query at 100 connections (wrk -t1
-# -c100), no cache and --ttl 0, for the `release` (thin LTO), `release-no-lto` and
-# `release-cgu1` profiles, interleaved round by round. Prints one line per run, the
+# -c100), no cache and --ttl 0, for the `release` (fat LTO, one codegen unit),
+# `release-thin` (thin LTO), `release-no-lto` and `release-cgu1` profiles, interleaved
+# round by round. Prints one line per run, the
 # median per-round ratio to release-no-lto, and per profile the TTL 0 / no-cache ratio
 # (the matrix's headline, measured with wrk instead of loadgen).
 #   scripts/compare-profiles.sh [ROUNDS] [SECONDS]
@@ -10,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}; secs=${2:-4}
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
-read -r -a profiles <<< "${PROFILES:-release-no-lto release release-cgu1}"
+read -r -a profiles <<< "${PROFILES:-release-no-lto release-thin release release-cgu1}"
 for p in "${profiles[@]}"; do cargo build --locked --profile "$p" -p gateway -p user-service -p post-service; done
 body='{"query":"query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }"}'
 lua=$(mktemp); out=$(mktemp)
