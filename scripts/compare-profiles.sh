@@ -2,9 +2,9 @@
 # Repeats the release-profile measurement: the seed query at 100 connections (wrk -t1
 # -c100), no cache and --ttl 0, for the `release` (fat LTO, one codegen unit),
 # `release-thin` (thin LTO), `release-no-lto` and `release-cgu1` profiles, interleaved
-# round by round. Prints one line per run, the
-# median per-round ratio to release-no-lto, and per profile the TTL 0 / no-cache ratio
-# (the matrix's headline, measured with wrk instead of loadgen).
+# round by round. Prints one line per run, the median per-round ratio to release-no-lto,
+# and per profile the TTL 0 / no-cache ratio (the matrix's headline, measured with wrk
+# instead of loadgen).
 #   scripts/compare-profiles.sh [ROUNDS] [SECONDS]
 #   PROFILES="release" scripts/compare-profiles.sh 3 10    # wrk's view of the 4x only
 set -euo pipefail
