@@ -43,22 +43,9 @@ stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 trap 'for p in "${pids[@]}"; do stop_pid "$p"; done; rm -rf "$work"' EXIT
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 start_deep_graph "$bin" "$work"
-# clean FILE: stop unless FILE holds a deep answer with data and no errors.
-clean() {
-  python3 - "$1" <<'PY'
-import json, sys
-a = json.load(open(sys.argv[1]))
-assert a.get("data") and not a.get("errors"), f"the deep answer is not a clean one: {str(a)[:300]}"
-PY
-}
-deep_query() { # PORT OUT: one deep query to the gateway on PORT, its answer checked clean
-  curl -fsS -H 'content-type: application/json' --data-binary @"$work/request.json" \
-    "http://127.0.0.1:$1/graphql" -o "$2"
-  clean "$2"
-}
+deep_query() { deep_answer "$1" "$work/request.json" "$2"; } # PORT OUT: one deep query, its answer checked clean
 # The subgraph exchanges of one deep query, recorded between a no-cache gateway and the subgraphs.
 record_deep_exchanges "$bin" "$work/request.json" "$work/exchanges" "$work/answer.json" "${deep_args[@]}"
-clean "$work/answer.json"
 # The cache calls of one fully cached deep answer, on a warm TTL 10 gateway.
 gp=$(port)
 "$bin/gateway" --listen 127.0.0.1:$gp --worker-threads 1 --ttl 10 "${deep_args[@]}" >/dev/null 2>&1 & g=$!; pids+=($g)
@@ -88,7 +75,7 @@ bench() { # NAME BODY-FILE ANSWER-FILE: a bare exchange of that request and answ
   wait_up "http://127.0.0.1:$tp/"
   ticked=$(window "http://127.0.0.1:$tp/" "$2" $t "$work/out.json")
   stop_pid $t
-python3 - "$1" "$work/out.json" "$ticked" "$(getconf CLK_TCK)" "$(stat -c %s "$2")" "$(stat -c %s "$3")" <<'PY' | tee -a "$work/rows"
+  python3 - "$1" "$work/out.json" "$ticked" "$(getconf CLK_TCK)" "$(stat -c %s "$2")" "$(stat -c %s "$3")" <<'PY' | tee -a "$work/rows"
 import json, sys
 r = json.load(open(sys.argv[2]))
 n = max(r["requests"], 1)

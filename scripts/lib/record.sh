@@ -92,32 +92,39 @@ build_public_graph() {
 # and a --subgraph-url NAME=URL per subgraph) name. The query's body is the file REQUEST,
 # its answer is written to ANSWER; the proxy and that gateway are stopped again.
 record_deep_exchanges() {
-  local bin=$1 request=$2 dir=$3 answer=$4 rp gp a prev="" recorder g
+  local bin=$1 request=$2 dir=$3 answer=$4 rp gp recorder g
   shift 4
   rp=$(port)
-  local upstreams=()
-  for a in "$@"; do
-    if [ "$prev" = --subgraph-url ]; then upstreams+=("$a"); fi
-    prev=$a
-  done
-  python3 scripts/lib/exchange_recorder.py "$dir" "$rp" "${upstreams[@]}" & recorder=$!; pids+=($recorder)
-  wait_up "http://127.0.0.1:$rp/"
   through "http://127.0.0.1:$rp" "$@"
+  python3 scripts/lib/exchange_recorder.py "$dir" "$rp" "${through_upstreams[@]}" & recorder=$!; pids+=($recorder)
+  wait_up "http://127.0.0.1:$rp/"
   gp=$(port)
   "$bin/gateway" --listen 127.0.0.1:$gp --worker-threads 1 "${through_args[@]}" >/dev/null 2>&1 & g=$!; pids+=($g)
   wait_up "http://127.0.0.1:$gp/health"
-  curl -fsS -H 'content-type: application/json' --data-binary @"$request" "http://127.0.0.1:$gp/graphql" -o "$answer"
+  deep_answer $gp "$request" "$answer"
   kill $g $recorder 2>/dev/null || true; wait $g $recorder 2>/dev/null || true
 }
 
+# deep_answer PORT REQUEST OUT: the answer of the gateway on PORT to the body in REQUEST,
+# written to OUT; stops, quoting it, unless it has data and no errors.
+deep_answer() {
+  curl -fsS -H 'content-type: application/json' --data-binary @"$2" "http://127.0.0.1:$1/graphql" -o "$3"
+  python3 - "$3" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a.get("data") and not a.get("errors"), f"the deep answer is not a clean one: {str(a)[:300]}"
+PY
+}
+
 # through BASE ARG...: a gateway's arguments ARG... (a supergraph and a --subgraph-url
-# NAME=URL per subgraph) with every subgraph reached at BASE/NAME instead, in through_args.
+# NAME=URL per subgraph) with every subgraph reached at BASE/NAME instead, in through_args;
+# the NAME=URL pairs they replace, in through_upstreams.
 through() {
   local base=$1 a prev=""
   shift
-  through_args=()
+  through_args=() through_upstreams=()
   for a in "$@"; do
-    if [ "$prev" = --subgraph-url ]; then a="${a%%=*}=$base/${a%%=*}"; fi
+    if [ "$prev" = --subgraph-url ]; then through_upstreams+=("$a"); a="${a%%=*}=$base/${a%%=*}"; fi
     through_args+=("$a"); prev=$a
   done
 }
