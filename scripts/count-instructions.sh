@@ -19,6 +19,9 @@
 # in CPU time by more than their instructions do. The simulation models valgrind's
 # default caches (32 KiB L1s), not this machine's, so compare builds with it, never
 # read it as the machine's own counts. It makes the run about twice as slow.
+# With KEEP=DIR, each gateway's callgrind profile is also kept as DIR/NAME.callgrind, to
+# read with callgrind_annotate (per function, inclusive with --inclusive=yes, per line with
+# --auto=yes).
 # With --deep, the same on the deep query (DeepWishlistChain over the commerce graph's
 # four subgraphs, the gateway started from the committed supergraph, as
 # scripts/cpu-per-request.sh --deep runs it): 30 requests warm it, and N defaults to 200.
@@ -77,6 +80,7 @@ for spec in "$@"; do
   callgrind_control -d $g >/dev/null; sleep 1
   kill $g; wait $g 2>/dev/null || true
   mv "$(ls "$work/$name".*.1)" "$work/$name.out"
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$work/$name.out" "$KEEP/$name.callgrind"; fi
 done
 python3 - "$n" "$work" "${names[@]}" <<'PY'
 import collections, re, sys
