@@ -24,6 +24,8 @@
 #                                                      requests per second, with 100 connections;
 #                                                      see docs/deep.md for why an A/B of builds
 #                                                      wants TOGETHER=1 REPLAY=1 RATE=300)
+#   CONNECTIONS=4 …                                   (the load's connections, 100 unless set: the
+#                                                      server of S and every gateway get the same)
 #   GATEWAYS="a=PATH b=PATH,--flag,value" scripts/cpu-per-request.sh
 #                                                     (several gateway builds or flag sets side
 #                                                      by side, e.g. allocators: each round
@@ -99,9 +101,10 @@ trap 'stop_all; rm -rf "$work"' EXIT
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # subgraph_ticks: the subgraphs' CPU ticks, summed.
 subgraph_ticks() { local p t=0; for p in "${subgraphs[@]}"; do t=$((t + $(ticks "$p"))); done; echo $t; }
+connections=${CONNECTIONS:-100}
 load() { # url duration [json-out]
   "$bin/loadgen" bench --url "$1" --body-file "$work/request.json" -H 'content-type: application/json' \
-    --connections 100 --threads 1 --duration "$2" ${RATE:+--rate "$RATE"} --json --no-progress > "${3:-/dev/null}"
+    --connections "$connections" --threads 1 --duration "$2" ${RATE:+--rate "$RATE"} --json --no-progress > "${3:-/dev/null}"
 }
 # gateway_args: how a gateway reaches the subgraphs (without --listen and the variant's flags).
 subgraphs=()
@@ -237,6 +240,7 @@ if [ -n "$want" ]; then # only the configurations named, e.g. CONFIGS="no-cache 
   configs=${chosen# }
 fi
 echo "gateways: $variants"
+echo "load: loadgen bench, $connections connections, one thread${RATE:+, $RATE requests per second each}"
 [ "${TOGETHER:-}" = 1 ] && echo "TOGETHER=1: in each round, every gateway at a configuration is loaded at the same time, each by its own loadgen"
 [ -n "${RATE:-}" ] && echo "RATE=$RATE: open loop, each loadgen sending $RATE requests per second"
 echo "round what req/s errors server_cpu_us_per_request subgraph_cpu_us_per_request loadgen_cpu_us_per_request"
