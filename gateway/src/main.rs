@@ -69,6 +69,11 @@ struct Cli {
     /// Retry-After at once (0: no limit).
     #[arg(long, value_name = "N", default_value_t = 1024)]
     max_concurrent_requests: usize,
+    /// Most GraphQL requests executing at once (running their plan and writing their
+    /// response); the others wait their turn in arrival order, within the request timeout
+    /// (0: no limit).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    max_executing_requests: usize,
     /// Most client connections open at once; past it a new connection is answered 503
     /// with Retry-After and closed (0: no limit).
     #[arg(long, value_name = "N", default_value_t = 4096)]
@@ -463,6 +468,7 @@ impl Cli {
                 body_read_timeout: Duration::from_millis(self.body_read_timeout_ms),
                 header_read_timeout: Duration::from_millis(self.header_read_timeout_ms),
                 request_timeout: Duration::from_millis(self.request_timeout_ms),
+                max_executing: self.max_executing_requests,
             },
             documents: DocumentLimits {
                 max_depth: self.max_depth,

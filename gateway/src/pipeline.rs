@@ -47,6 +47,7 @@ use crate::server::metrics::Metrics;
 use crate::server::request::{
     text_nesting, GraphqlRequest, MediaType, Rejection, RequestInput, RequestLimits,
 };
+use crate::server::turns::Turns;
 use crate::supergraph::Supergraph;
 
 /// Everything the request path needs.
@@ -63,6 +64,8 @@ pub struct App {
     pub profiling: bool,
     pub documents: Arc<DocumentCache>,
     pub document_limits: DocumentLimits,
+    /// Turns at execution (`--max-executing-requests`).
+    pub turns: Arc<Turns>,
 }
 
 /// The answer to a request that never reached execution: a 4xx with its message.
@@ -268,7 +271,11 @@ pub async fn handle(
                     let executor = app.executor.clone();
                     let (plan, shared) = (plan.clone(), input.clone());
                     let references = requests.stores_references();
+                    let turns = app.turns.clone();
                     let work = requests.answer(key, &input, move || async move {
+                        // Only the request that executes takes a turn: those that
+                        // share its answer wait for it without one.
+                        let _turn = turns.take().await;
                         let outcome = executor.run(&plan, &shared).await;
                         produce(&executor, &plan, &outcome, &shared, references)
                     });
@@ -288,17 +295,23 @@ pub async fn handle(
             // A request answered wholly from the cache completes on its first poll:
             // only one that has to wait is put under the request timeout, so the
             // answers that cost least do not pay for arming and clearing a timer.
-            let mut run = std::pin::pin!(app.executor.run(&plan, &input));
+            // The turn (`--max-executing-requests`) is held until the response is
+            // written, and its wait is under the timeout too.
+            let mut run = std::pin::pin!(async {
+                let turn = app.turns.take().await;
+                (app.executor.run(&plan, &input).await, turn)
+            });
             let first = futures::poll!(run.as_mut());
             let waited = match first {
-                Poll::Ready(outcome) => Ok(outcome),
+                Poll::Ready(done) => Ok(done),
                 Poll::Pending => tokio::time::timeout(app.limits.request_timeout, run).await,
             };
-            let Ok(outcome) = waited else {
+            let Ok((outcome, turn)) = waited else {
                 return timed_out(app, media, started);
             };
             let mutated = requests.filter(|r| plan.mutation && r.stores_references());
             let produced = produce(&app.executor, &plan, &outcome, &input, mutated.is_some());
+            drop(turn);
             if let Some(requests) = mutated {
                 // The stored answers written from an entity the mutation returned go
                 // before its response does.

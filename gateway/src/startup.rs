@@ -21,6 +21,7 @@ use crate::pipeline::App;
 use crate::plan::Planner;
 use crate::server::metrics::Metrics;
 use crate::server::request::RequestLimits;
+use crate::server::turns::Turns;
 use crate::supergraph::{Subgraph, Supergraph};
 use crate::upstream::{Upstream, UpstreamSettings};
 
@@ -235,6 +236,13 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
         validator: validator.clone(),
         supergraph: supergraph.clone(),
     };
+    let turns = Arc::new(Turns::new(config.requests.max_executing));
+    let weak = Arc::downgrade(&turns);
+    metrics.add_section(move |out| {
+        if let Some(turns) = weak.upgrade() {
+            out.push_str(&turns.prometheus());
+        }
+    });
     Ok(Arc::new(App {
         supergraph,
         planner,
@@ -246,5 +254,6 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
         profiling: config.profiling,
         documents,
         document_limits: config.documents.clone(),
+        turns,
     }))
 }

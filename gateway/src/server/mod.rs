@@ -21,6 +21,7 @@ pub mod load;
 pub mod metrics;
 pub mod profile;
 pub mod request;
+pub mod turns;
 
 use std::collections::HashMap;
 use std::future::Future;

@@ -28,6 +28,8 @@ pub struct RequestLimits {
     pub body_read_timeout: Duration,
     pub header_read_timeout: Duration,
     pub request_timeout: Duration,
+    /// Most requests executing at once (`--max-executing-requests`; 0: no limit).
+    pub max_executing: usize,
 }
 
 /// A request that never reached GraphQL execution.

@@ -131,6 +131,7 @@ pub fn config(subgraphs: Vec<Subgraph>) -> GatewayConfig {
             body_read_timeout: Duration::from_millis(500),
             header_read_timeout: Duration::from_millis(500),
             request_timeout: Duration::from_secs(10),
+            max_executing: 0,
         },
         documents: DocumentLimits {
             max_depth: 32,
