@@ -32,7 +32,9 @@
 #                                                      measures every one of them; commas
 #                                                      separate a variant's extra arguments)
 # By default it measures the gateway twice: with one worker thread (`--worker-threads 1`,
-# the lab's setting on two cores) and with tokio's default of one per core.
+# the lab's setting on two cores) and with tokio's default of one per core. With --deep or
+# --public-benchmark, a third time: one worker thread with at most 8 requests executing at
+# once (`--max-executing-requests 8`, turns at execution; see docs/deep.md).
 #
 # With --deep, the same on the deep query of experiments/deep.toml (DeepWishlistChain,
 # commerce-graph/queries/deep.graphql, ~98.5 KB answers) over the commerce graph's four
@@ -164,8 +166,9 @@ tick_us = 1e6 / int(sys.argv[6])
 server = int(sys.argv[4]) * tick_us / n
 subgraphs = int(sys.argv[5]) * tick_us / max(int(sys.argv[7] or n), 1)
 client = r["loadgen_cpu"]["process_cores"] / max(r["requests_per_sec"], 1) * 1e6
+latency = r["latency_ms"]
 print(sys.argv[1], sys.argv[2], round(r["requests_per_sec"]), sum(r["errors"].values()),
-      round(server, 2), round(subgraphs, 2), round(client, 2))
+      round(server, 2), round(subgraphs, 2), round(client, 2), latency["p50"], latency["p99"])
 PY
 }
 # measure NAME PID URL: warm up, then load for the window; one row of figures.
@@ -217,7 +220,11 @@ together() {
     stop_pid "${gs[$i]}"
   done
 }
-variants=${GATEWAYS:-one-thread=$bin/gateway,--worker-threads,1 default=$bin/gateway}
+# The deep queries add one worker thread with 8 turns at execution (docs/deep.md, "Turns
+# at execution"): the lab's answer to their no-cache target.
+default_variants="one-thread=$bin/gateway,--worker-threads,1 default=$bin/gateway"
+$deep && default_variants="$default_variants turns-8=$bin/gateway,--worker-threads,1,--max-executing-requests,8"
+variants=${GATEWAYS:-$default_variants}
 # Configurations, NAME=ARG,ARG...: the seed matrix's three, and on the deep query the
 # request-level strategies beside them.
 configs="no-cache= ttl-0=--ttl,0 ttl-10=--ttl,10"
@@ -243,7 +250,7 @@ echo "gateways: $variants"
 echo "load: loadgen bench, $connections connections, one thread${RATE:+, $RATE requests per second each}"
 [ "${TOGETHER:-}" = 1 ] && echo "TOGETHER=1: in each round, every gateway at a configuration is loaded at the same time, each by its own loadgen"
 [ -n "${RATE:-}" ] && echo "RATE=$RATE: open loop, each loadgen sending $RATE requests per second"
-echo "round what req/s errors server_cpu_us_per_request subgraph_cpu_us_per_request loadgen_cpu_us_per_request"
+echo "round what req/s errors server_cpu_us_per_request subgraph_cpu_us_per_request loadgen_cpu_us_per_request latency_p50_ms latency_p99_ms"
 for round in $(seq "$rounds"); do
   # S is always taken in closed loop, at full load: what issue 14's and 23's targets are
   # set against (in open loop a bare exchange costs several times more, its wake-ups alone).
@@ -291,8 +298,8 @@ if sys.argv[5]:
     print(f"The gateways were loaded in open loop ({sys.argv[5]} requests/s each), S in closed loop:"
           " the ratios to S are not the targets' (a gateway's CPU per request is higher below full load); compare the gateways with each other.")
 print()
-print("| gateway | configuration | req/s | gateway CPU per request | / S (median, min-max of rounds) | target | subgraphs CPU per request | loadgen CPU per request | errors |")
-print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+print("| gateway | configuration | req/s | gateway CPU per request | / S (median, min-max of rounds) | target | latency p50 / p99 | subgraphs CPU per request | loadgen CPU per request | errors |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for variant in variants:
     for cfg in configs:
         rs = [by[(k, f"{variant}:{cfg}")] for k in rounds]
@@ -304,7 +311,7 @@ for variant in variants:
             ok = "not judged: errors"
         elif sys.argv[5]:
             ok = "not judged: open loop"
-        print(f"| {variant} | {cfg} | {med(2):.0f} | {med(4):.1f} us | {st.median(ratios):.2f} S ({min(ratios):.2f}-{max(ratios):.2f}) | <= {targets[cfg]} S: {ok} | {med(5):.1f} us | {med(6):.1f} us | {errors} |")
+        print(f"| {variant} | {cfg} | {med(2):.0f} | {med(4):.1f} us | {st.median(ratios):.2f} S ({min(ratios):.2f}-{max(ratios):.2f}) | <= {targets[cfg]} S: {ok} | {med(7):.1f} / {med(8):.1f} ms | {med(5):.1f} us | {med(6):.1f} us | {errors} |")
 if len(variants) > 1:
     print()
     print(f"Each gateway's CPU per request against {variants[0]}'s, per round (median, min-max):")
