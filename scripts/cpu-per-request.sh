@@ -73,11 +73,14 @@ if [ "${1:-}" = --public-benchmark ]; then
 fi
 if [ "${REPLAY:-}" = 1 ] && ! $deep; then echo "REPLAY=1: only the deep queries' subgraphs can be replayed (add --deep or --public-benchmark DIR)" >&2; exit 2; fi
 . scripts/lib/record.sh
+# A replayed run's name says so (the summary does too).
+replayed=""
+[ "${REPLAY:-}" = 1 ] && replayed=-replayed
 if [ -n "$public" ]; then
   build_public_graph "$public" || exit 2
-  record_output "${RUN_NAME:-cpu-per-request-public-benchmark}"
+  record_output "${RUN_NAME:-cpu-per-request-public-benchmark$replayed}"
 elif $deep; then
-  record_output "${RUN_NAME:-cpu-per-request-deep}"
+  record_output "${RUN_NAME:-cpu-per-request-deep$replayed}"
 else
   record_output "${RUN_NAME:-cpu-per-request}" # everything printed is also kept in results/<stamp>-<name>/summary.txt
 fi
