@@ -8,7 +8,9 @@
 //!    defaults, and whether the variables fit their declared types.
 //! 3. **Plan**: the document's plan for this operation and these `@skip`/`@include`
 //!    values, compiled once and kept with the document ([`crate::plan`]).
-//! 4. **Execution**: the plan's fetches through the cache seam ([`crate::execute`]).
+//! 4. **Execution**: the plan's fetches through the cache seam ([`crate::execute`]),
+//!    once the request has its turn when `--max-executing-requests` limits how many
+//!    execute at once ([`crate::server::turns`]; the turn is held through step 5).
 //! 5. **Response**: written from the subgraphs' raw JSON in query order
 //!    ([`crate::response`]).
 //!

@@ -41,7 +41,10 @@ pub struct Turns {
 
 /// A request's turn: held while it executes and writes, given back when dropped.
 #[must_use = "a turn is given back when dropped"]
-pub struct Turn(#[allow(dead_code)] Option<OwnedSemaphorePermit>);
+pub struct Turn {
+    /// `None` when there is no limit.
+    _permit: Option<OwnedSemaphorePermit>,
+}
 
 impl Turns {
     /// At most `limit` requests at once (0: no limit).
@@ -57,15 +60,19 @@ impl Turns {
     /// that came before have had theirs.
     pub async fn take(&self) -> Turn {
         let Some(semaphore) = &self.semaphore else {
-            return Turn(None);
+            return Turn { _permit: None };
         };
         if let Ok(permit) = semaphore.clone().try_acquire_owned() {
-            return Turn(Some(permit));
+            return Turn {
+                _permit: Some(permit),
+            };
         }
         self.waited.fetch_add(1, Relaxed);
         // The semaphore is never closed, so acquiring cannot fail; were it to, the
         // request would run without a turn rather than fail.
-        Turn(semaphore.clone().acquire_owned().await.ok())
+        Turn {
+            _permit: semaphore.clone().acquire_owned().await.ok(),
+        }
     }
 
     /// The limit and the waits, in Prometheus' text format.
