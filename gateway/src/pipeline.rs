@@ -294,21 +294,34 @@ pub async fn handle(
             }
         }
         requests => {
+            // The turn (`--max-executing-requests`), held until the response is
+            // written: at once unless every turn is taken, else waited for under the
+            // request timeout, whose deadline the execution then keeps.
+            let (turn, deadline) = match app.turns.try_take() {
+                Some(turn) => (turn, None),
+                None => {
+                    let deadline = tokio::time::Instant::now() + app.limits.request_timeout;
+                    match tokio::time::timeout_at(deadline, app.turns.take()).await {
+                        Ok(turn) => (turn, Some(deadline)),
+                        Err(_) => return timed_out(app, media, started),
+                    }
+                }
+            };
             // A request answered wholly from the cache completes on its first poll:
             // only one that has to wait is put under the request timeout, so the
             // answers that cost least do not pay for arming and clearing a timer.
-            // The turn (`--max-executing-requests`) is held until the response is
-            // written, and its wait is under the timeout too.
-            let mut run = std::pin::pin!(async {
-                let turn = app.turns.take().await;
-                (app.executor.run(&plan, &input).await, turn)
-            });
+            let mut run = std::pin::pin!(app.executor.run(&plan, &input));
             let first = futures::poll!(run.as_mut());
             let waited = match first {
-                Poll::Ready(done) => Ok(done),
-                Poll::Pending => tokio::time::timeout(app.limits.request_timeout, run).await,
+                Poll::Ready(outcome) => Ok(outcome),
+                Poll::Pending => {
+                    let deadline = deadline.unwrap_or_else(|| {
+                        tokio::time::Instant::now() + app.limits.request_timeout
+                    });
+                    tokio::time::timeout_at(deadline, run).await
+                }
             };
-            let Ok((outcome, turn)) = waited else {
+            let Ok(outcome) = waited else {
                 return timed_out(app, media, started);
             };
             let mutated = requests.filter(|r| plan.mutation && r.stores_references());

@@ -56,23 +56,33 @@ impl Turns {
         }
     }
 
+    /// A turn at once, when one is free or there is no limit; `None` when the request
+    /// must wait for one ([`Turns::take`]). The usual request takes this path, which
+    /// builds no future.
+    pub fn try_take(&self) -> Option<Turn> {
+        let Some(semaphore) = &self.semaphore else {
+            return Some(Turn { _permit: None });
+        };
+        let permit = semaphore.clone().try_acquire_owned().ok()?;
+        Some(Turn {
+            _permit: Some(permit),
+        })
+    }
+
     /// A turn: at once when one is free (or there is no limit), else when the requests
     /// that came before have had theirs.
     pub async fn take(&self) -> Turn {
-        let Some(semaphore) = &self.semaphore else {
-            return Turn { _permit: None };
-        };
-        if let Ok(permit) = semaphore.clone().try_acquire_owned() {
-            return Turn {
-                _permit: Some(permit),
-            };
+        if let Some(turn) = self.try_take() {
+            return turn;
         }
         self.waited.fetch_add(1, Relaxed);
         // The semaphore is never closed, so acquiring cannot fail; were it to, the
         // request would run without a turn rather than fail.
-        Turn {
-            _permit: semaphore.clone().acquire_owned().await.ok(),
-        }
+        let permit = match &self.semaphore {
+            Some(semaphore) => semaphore.clone().acquire_owned().await.ok(),
+            None => None,
+        };
+        Turn { _permit: permit }
     }
 
     /// The limit and the waits, in Prometheus' text format.
