@@ -172,12 +172,7 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
         config.max_upstream_body_bytes,
         metrics.clone(),
     )?);
-    let weak = Arc::downgrade(&upstream);
-    metrics.add_section(move |out| {
-        if let Some(upstream) = weak.upgrade() {
-            out.push_str(&upstream.prometheus());
-        }
-    });
+    metrics.add_source(&upstream, Upstream::prometheus);
     let cache = match config.cache.clone() {
         Some(settings) => Some(Arc::new(
             ResolverCache::new(settings).map_err(|e| anyhow::anyhow!(e))?,
@@ -185,12 +180,7 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
         None => None,
     };
     if let Some(cache) = &cache {
-        let cache = Arc::downgrade(cache);
-        metrics.add_section(move |out| {
-            if let Some(cache) = cache.upgrade() {
-                out.push_str(&cache.prometheus());
-            }
-        });
+        metrics.add_source(cache, ResolverCache::prometheus);
     }
     let requests = match &config.request_strategy {
         Some(strategy) => {
@@ -210,23 +200,13 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
             )
             .map_err(|e| anyhow!(e))?;
             let requests = Arc::new(requests);
-            let weak = Arc::downgrade(&requests);
-            metrics.add_section(move |out| {
-                if let Some(requests) = weak.upgrade() {
-                    out.push_str(&requests.prometheus());
-                }
-            });
+            metrics.add_source(&requests, RequestCache::prometheus);
             Some(requests)
         }
         None => None,
     };
     let documents = Arc::new(DocumentCache::new(config.doc_cache_bytes));
-    let weak = Arc::downgrade(&documents);
-    metrics.add_section(move |out| {
-        if let Some(documents) = weak.upgrade() {
-            out.push_str(&documents.prometheus());
-        }
-    });
+    metrics.add_source(&documents, DocumentCache::prometheus);
     let validator = Arc::new(
         Validator::new(&supergraph, &config.documents).context("building the public schema")?,
     );
@@ -237,12 +217,7 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
         supergraph: supergraph.clone(),
     };
     let turns = Arc::new(Turns::new(config.requests.max_executing));
-    let weak = Arc::downgrade(&turns);
-    metrics.add_section(move |out| {
-        if let Some(turns) = weak.upgrade() {
-            out.push_str(&turns.prometheus());
-        }
-    });
+    metrics.add_source(&turns, Turns::prometheus);
     Ok(Arc::new(App {
         supergraph,
         planner,

@@ -6,6 +6,7 @@
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Upper bounds (seconds) of the request-latency histogram buckets.
@@ -75,12 +76,20 @@ impl Metrics {
         }
     }
 
-    /// Register a renderer for more metrics (cache layers use this).
-    pub fn add_section(&self, render: impl Fn(&mut String) + Send + Sync + 'static) {
+    /// Render `source`'s metrics (its `render`, Prometheus text) with the rest, for as
+    /// long as it lives: the registry holds it weakly, so a dropped cache or server
+    /// stops appearing rather than being kept alive.
+    pub fn add_source<T: Send + Sync + 'static>(&self, source: &Arc<T>, render: fn(&T) -> String) {
+        let source = Arc::downgrade(source);
+        let section = move |out: &mut String| {
+            if let Some(source) = source.upgrade() {
+                out.push_str(&render(&source));
+            }
+        };
         self.extra
             .write()
             .unwrap_or_else(|p| p.into_inner())
-            .push(Box::new(render));
+            .push(Box::new(section));
     }
 
     pub fn render(&self) -> String {

@@ -53,12 +53,7 @@ pub fn router(app: Arc<App>) -> Gateway {
 /// The gateway's routes, shedding load past `limits`.
 pub fn router_with_limits(app: Arc<App>, limits: LoadLimits) -> Gateway {
     let load = Arc::new(Load::new(limits));
-    let weak = Arc::downgrade(&load);
-    app.metrics.add_section(move |out| {
-        if let Some(load) = weak.upgrade() {
-            out.push_str(&load.prometheus());
-        }
-    });
+    app.metrics.add_source(&load, Load::prometheus);
     let mut others = Router::new()
         .route("/graphql", get(graphql_get).post(graphql_post_routed))
         .route("/validate", post(validate_post))
