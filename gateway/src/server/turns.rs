@@ -25,15 +25,14 @@
 //! came after it.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 /// The turns at execution (`--max-executing-requests`).
 #[derive(Debug, Default)]
 pub struct Turns {
     /// `None`: no limit.
-    semaphore: Option<Arc<Semaphore>>,
+    semaphore: Option<Semaphore>,
     limit: usize,
     /// Requests that found every turn taken and waited.
     waited: AtomicU64,
@@ -41,16 +40,16 @@ pub struct Turns {
 
 /// A request's turn: held while it executes and writes, given back when dropped.
 #[must_use = "a turn is given back when dropped"]
-pub struct Turn {
+pub struct Turn<'t> {
     /// `None` when there is no limit.
-    _permit: Option<OwnedSemaphorePermit>,
+    _permit: Option<SemaphorePermit<'t>>,
 }
 
 impl Turns {
     /// At most `limit` requests at once (0: no limit).
     pub fn new(limit: usize) -> Turns {
         Turns {
-            semaphore: (limit > 0).then(|| Arc::new(Semaphore::new(limit))),
+            semaphore: (limit > 0).then(|| Semaphore::new(limit)),
             limit,
             waited: AtomicU64::new(0),
         }
@@ -59,11 +58,11 @@ impl Turns {
     /// A turn at once, when one is free or there is no limit; `None` when the request
     /// must wait for one ([`Turns::take`]). The usual request takes this path, which
     /// builds no future.
-    pub fn try_take(&self) -> Option<Turn> {
+    pub fn try_take(&self) -> Option<Turn<'_>> {
         let Some(semaphore) = &self.semaphore else {
             return Some(Turn { _permit: None });
         };
-        let permit = semaphore.clone().try_acquire_owned().ok()?;
+        let permit = semaphore.try_acquire().ok()?;
         Some(Turn {
             _permit: Some(permit),
         })
@@ -71,7 +70,7 @@ impl Turns {
 
     /// A turn: at once when one is free (or there is no limit), else when the requests
     /// that came before have had theirs.
-    pub async fn take(&self) -> Turn {
+    pub async fn take(&self) -> Turn<'_> {
         if let Some(turn) = self.try_take() {
             return turn;
         }
@@ -79,7 +78,7 @@ impl Turns {
         // The semaphore is never closed, so acquiring cannot fail; were it to, the
         // request would run without a turn rather than fail.
         let permit = match &self.semaphore {
-            Some(semaphore) => semaphore.clone().acquire_owned().await.ok(),
+            Some(semaphore) => semaphore.acquire().await.ok(),
             None => None,
         };
         Turn { _permit: permit }
