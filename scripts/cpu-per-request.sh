@@ -250,7 +250,7 @@ if [ -n "$want" ]; then # only the configurations named, e.g. CONFIGS="no-cache 
   configs=${chosen# }
 fi
 echo "gateways: $variants"
-echo "load: loadgen bench, $connections connections, one thread${RATE:+, $RATE requests per second each}"
+echo "load: loadgen bench, $connections connections, one thread"
 [ "${TOGETHER:-}" = 1 ] && echo "TOGETHER=1: in each round, every gateway at a configuration is loaded at the same time, each by its own loadgen"
 [ -n "${RATE:-}" ] && echo "RATE=$RATE: open loop, each loadgen sending $RATE requests per second"
 echo "round what req/s errors server_cpu_us_per_request subgraph_cpu_us_per_request loadgen_cpu_us_per_request latency_p50_ms latency_p99_ms"
