@@ -121,7 +121,7 @@ impl Found {
     /// from the fetches `by` ([`Sources::ALL`] for a cache's answer).
     fn entity(
         &mut self,
-        entity: &Entity<'_>,
+        entity: &Entity,
         steps: &[PathStep<'_>],
         answer: Result<Piece, FetchError>,
         by: Sources,
@@ -169,13 +169,27 @@ struct Run<'a> {
     plan: &'a Arc<Plan>,
     input: &'a Arc<RequestInput>,
     found: Mutex<Found>,
+    /// The walks of the fetches a later fetch walks alike ([`crate::plan::WalksAlike`]), by fetch.
+    walks: Mutex<Vec<(FetchId, Walk<'a>)>>,
+}
+
+/// What an entity fetch's walk found: its distinct representations with the objects
+/// each is for, the places of those objects, and the representations' text.
+#[derive(Clone)]
+struct Walk<'a> {
+    entities: Arc<Vec<Entity>>,
+    steps: Arc<Vec<PathStep<'a>>>,
+    representations: Bytes,
+    /// The data's count of changes it was made at ([`Data::changes`]).
+    changes: u64,
 }
 
 /// One distinct representation of an entity fetch, and the objects it is for.
-struct Entity<'p> {
+struct Entity {
     item: Item,
-    /// Its cache namespace (by its type).
-    namespace: &'p Arc<str>,
+    /// Its cache namespace (by its type): an index in its group's namespaces (alike
+    /// fetches' groups have the same types in the same order).
+    namespace: usize,
     /// The objects it is for (most entities are for one: held inline), each with its
     /// place in the response as a span of the fetch's steps ([`Data::targets`]).
     targets: SmallVec<[(Node, Range<usize>); 1]>,
@@ -192,6 +206,7 @@ impl Executor {
                 data: Data::with_capacity(plan.fetches.len(), plan.sizes.merges.get()),
                 ..Found::default()
             }),
+            walks: Mutex::new(Vec::new()),
         };
         // Everything the cache answers at once runs here, before any future exists;
         // only what must wait becomes one.
@@ -447,28 +462,35 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// An entity fetch: every distinct representation once, through the cache.
-    /// Hits are recorded at once; the misses' fetch is the future returned.
+    /// The walk of an earlier fetch that fetch `id` walks alike
+    /// ([`crate::plan::WalksAlike`]), when nothing was added to the data since it was
+    /// made: a walk of its own would find the same.
+    fn alike_walk(&self, id: FetchId) -> Option<Walk<'a>> {
+        let like = self.plan.walks_alike.like(id)?;
+        let walks = self.walks.lock();
+        let (_, walk) = walks.iter().find(|(fetch, _)| *fetch == like)?;
+        (walk.changes == self.found.lock().data.changes()).then(|| walk.clone())
+    }
+
+    /// Walk the data gathered so far to the objects of `groups`' paths, and write
+    /// each one's representation: the distinct ones, each with the objects it is
+    /// for.
     ///
     /// The fetch's representations are written one after another into one buffer
     /// (an item is a span of it), and its targets' places into one list of steps: a
     /// fetch of hundreds of entities allocates for neither per entity. Both start
     /// with the room the fetch's last request used ([`crate::plan::FetchRoom`]), and
     /// so does each path's list of targets.
-    fn entities<'s>(
-        &'s self,
-        id: FetchId,
-        fetch: &'a Fetch,
-        groups: &'a [EntityGroup],
-        now: Instant,
-    ) -> Option<Boxed<'s>> {
+    fn walk(&self, fetch: &'a Fetch, groups: &'a [EntityGroup]) -> Walk<'a> {
         let supergraph = &*self.executor.supergraph;
-        let mut entities: Vec<Entity<'a>> = Vec::with_capacity(4);
+        let mut entities: Vec<Entity> = Vec::with_capacity(4);
         let mut steps: Vec<PathStep<'a>> = Vec::with_capacity(fetch.room.steps.get());
         let mut text: Vec<u8> = Vec::with_capacity(fetch.room.text.get());
         let mut most_targets = 0;
+        let changes;
         {
             let found = self.found.lock();
+            changes = found.data.changes();
             // Distinct representations per group, by a digest of their text: most
             // fetches have one object, so the index is built only once a second
             // one comes. A digest names a candidate, compared in full.
@@ -511,7 +533,7 @@ impl<'a> Run<'a> {
                             text.extend_from_slice(&rewritten);
                         }
                         let written = &text[start..];
-                        let same = |e: &Entity<'_>| {
+                        let same = |e: &Entity| {
                             e.item.group == g && e.item.representation(&text) == written
                         };
                         // Worked out once, for the look-up and the entry.
@@ -552,7 +574,8 @@ impl<'a> Run<'a> {
                                     built.entry((g, digest(written))).or_insert(entities.len());
                                     index = Some(built);
                                 }
-                                let namespace = group.namespace(typename.as_deref().unwrap_or(""));
+                                let namespace =
+                                    group.namespace_index(typename.as_deref().unwrap_or(""));
                                 entities.push(Entity {
                                     item,
                                     namespace,
@@ -569,10 +592,42 @@ impl<'a> Run<'a> {
         fetch.room.steps.note(steps.len());
         fetch.room.text.note(text.len());
         fetch.room.targets.note(most_targets);
+        Walk {
+            entities: Arc::new(entities),
+            steps: Arc::new(steps),
+            representations: Bytes::from(text),
+            changes,
+        }
+    }
+
+    /// An entity fetch: every distinct representation once (from its own walk, or
+    /// from an alike fetch's), through the cache. Hits are recorded at once; the
+    /// misses' fetch is the future returned.
+    fn entities<'s>(
+        &'s self,
+        id: FetchId,
+        fetch: &'a Fetch,
+        groups: &'a [EntityGroup],
+        now: Instant,
+    ) -> Option<Boxed<'s>> {
+        let Walk {
+            entities,
+            steps,
+            representations,
+            ..
+        } = match self.alike_walk(id) {
+            Some(walk) => walk,
+            None => {
+                let walk = self.walk(fetch, groups);
+                if self.plan.walks_alike.lends(id) {
+                    self.walks.lock().push((id, walk.clone()));
+                }
+                walk
+            }
+        };
         if entities.is_empty() {
             return None;
         }
-        let representations = Bytes::from(text);
         let cache = self.executor.cache.as_deref();
         let Some(cache) = cache else {
             return Some(Box::pin(async move {
@@ -595,8 +650,8 @@ impl<'a> Run<'a> {
             let group = &groups[entity.item.group as usize];
             let representation =
                 std::str::from_utf8(entity.item.representation(&representations)).unwrap_or("");
-            let call =
-                cache.entity_call(fetch, group, entity.namespace, representation, self.input);
+            let namespace = &group.namespaces[entity.namespace].1;
+            let call = cache.entity_call(fetch, group, namespace, representation, self.input);
             let refresher = || self.refetch(id, representations.clone(), vec![entity.item.clone()]);
             match cache.hit_at(&call, self.plan.origin, now, refresher) {
                 Some(piece) => found.entity(entity, &steps, Ok(piece), Sources::ALL),

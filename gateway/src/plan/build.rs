@@ -40,7 +40,7 @@ use super::operation::{
 use super::shape::Shaper;
 use super::{
     DocumentView, EntityGroup, Fetch, FetchId, FetchKind, PathSegment, Plan, PlanError, Planner,
-    RootFetch, RootSources, SizeHints, Step, PLANNING_TIMEOUT,
+    RootFetch, RootSources, SizeHints, Step, WalksAlike, PLANNING_TIMEOUT,
 };
 use crate::supergraph::{SubgraphId, Supergraph};
 
@@ -94,12 +94,15 @@ pub fn compile(
         root,
         steps,
         root_sources: RootSources::of(&builder.fetches),
+        walks_alike: WalksAlike::default(),
         fetches: builder.fetches,
         introspection,
         heap_size: 0,
         sizes: SizeHints::default(),
     };
     super::sources::assign(&mut plan);
+    // After the sources: paths match by them.
+    plan.walks_alike = WalksAlike::of(&plan.fetches);
     plan.heap_size = heap_size(&plan);
     Ok(plan)
 }
@@ -653,5 +656,9 @@ fn heap_size(plan: &Plan) -> usize {
         .introspection
         .as_ref()
         .map_or(0, |d| crate::documents::heap_size(d));
-    std::mem::size_of::<Plan>() + plan.root.heap_size() + fetches + introspection
+    std::mem::size_of::<Plan>()
+        + plan.root.heap_size()
+        + fetches
+        + plan.walks_alike.heap_size()
+        + introspection
 }

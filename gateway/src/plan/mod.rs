@@ -22,6 +22,7 @@
 //! them ([`Conditions`]); arguments stay variables, whose values join each
 //! subgraph request at execution ([`crate::execute`]).
 
+mod alike;
 mod build;
 mod fields;
 mod operation;
@@ -39,6 +40,7 @@ use hive_router_query_planner::ast::selection_item::SelectionItem;
 use hive_router_query_planner::planner::plan_nodes::FetchRewrite;
 use hive_router_query_planner::planner::Planner as HivePlanner;
 
+pub use alike::WalksAlike;
 pub use fields::{Conditions, DocumentView};
 pub use shape::{FieldKind, MemberHint, OutField, Scalar, Selection, Shape, Variant};
 pub use sizes::{FetchRoom, SizeHints};
@@ -71,6 +73,8 @@ pub struct Plan {
     pub fetches: Vec<Fetch>,
     /// Which root fetch answers each root field, where one alone does.
     pub root_sources: RootSources,
+    /// The entity fetches that may take an earlier fetch's walk ([`WalksAlike`]).
+    pub walks_alike: WalksAlike,
     /// The root fields async-graphql answers (`__schema`, `__type`), as a document of
     /// their own.
     pub introspection: Option<Arc<ExecutableDocument>>,
@@ -211,15 +215,14 @@ pub struct EntityGroup {
 }
 
 impl EntityGroup {
-    /// The namespace of an entity of type `ty` (the group's first when none
-    /// matches, as for an interface object's representation).
-    pub fn namespace(&self, ty: &str) -> &Arc<str> {
+    /// The index in [`EntityGroup::namespaces`] of an entity of type `ty`'s
+    /// namespace (the group's first when none matches, as for an interface object's
+    /// representation).
+    pub fn namespace_index(&self, ty: &str) -> usize {
         self.namespaces
             .iter()
-            .find(|(t, _)| &**t == ty)
-            .or(self.namespaces.first())
-            .map(|(_, n)| n)
-            .expect("an entity group has at least one type")
+            .position(|(t, _)| &**t == ty)
+            .unwrap_or(0)
     }
 }
 

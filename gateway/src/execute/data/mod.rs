@@ -121,6 +121,8 @@ pub struct Data {
     /// Per object merged into, the entity answers merged into it, in order (found
     /// by the object's slot in its tape's [`TapeFacts::slots`]).
     merged: Vec<Nodes>,
+    /// How many times anything was added (see [`Data::changes`]).
+    changes: u64,
 }
 
 /// What is known of one tape's answers.
@@ -155,6 +157,12 @@ impl Data {
         self.merged.len()
     }
 
+    /// How many times an answer was kept, a root added or an answer merged: two
+    /// reads of the data between which it has not changed find the same.
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
     /// Every answer gathered, in the order it came (the entities of one answer, read
     /// where they are, share its one tape: see [`Data::add_tape`]).
     pub fn tapes(&self) -> impl Iterator<Item = &Arc<Tape>> {
@@ -165,6 +173,7 @@ impl Data {
     /// that is not known for sure: a cache's answer); the same tape as the last one
     /// kept (the entities of one answer, read where they are) keeps its id.
     pub fn add_tape(&mut self, tape: &Arc<Tape>, by: Sources) -> TapeId {
+        self.changes += 1;
         if let Some(last) = self.tapes.last() {
             if Arc::ptr_eq(last, tape) {
                 let id = self.tapes.len() - 1;
@@ -182,6 +191,7 @@ impl Data {
 
     /// The `data` object of the root fetch `fetch`.
     pub fn add_root(&mut self, fetch: FetchId, node: Node) {
+        self.changes += 1;
         self.roots.push((fetch, node));
     }
 
@@ -200,6 +210,7 @@ impl Data {
 
     /// An entity answer for the object `target`.
     pub fn merge(&mut self, target: Node, answer: Node) {
+        self.changes += 1;
         let facts = &mut self.facts[target.tape as usize];
         if facts.slots.is_empty() {
             facts.slots = vec![0; self.tapes[target.tape as usize].node_count()];

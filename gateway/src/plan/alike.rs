@@ -1,0 +1,200 @@
+//! Entity fetches that walk alike: two fetches of one plan whose groups reach the
+//! same objects and write the same representations of them.
+//!
+//! A planner often sends two subgraphs to the same objects at once: on the commerce
+//! graph's deep query, the wishlists' products go to `products` for their names and
+//! to `reviews` for their reviews, in one parallel step, both keyed by
+//! `{__typename upc}`. Each fetch would walk the data to its 150 objects, write each
+//! object's representation and set aside the repeats: the same work twice, about a
+//! sixth of an entity fetch's cost on that query. What a walk finds depends only on
+//! the data gathered so far and on the group's paths, representation fields and
+//! input rewrites, so a fetch whose groups match an earlier fetch's in all of them
+//! (and in the types their cache namespaces are for, in order) may take that fetch's
+//! walk, as long as no answer came in between ([`crate::execute`] checks that).
+//!
+//! The match is made once per plan, here. Paths match by their response keys, the
+//! fetches that may hold each ([`super::Sources`]) and their type conditions (not by
+//! the walks' hints, which only say where a key was found last). Representation
+//! fields match by their text, aliases and arguments included.
+
+use super::{EntityGroup, Fetch, FetchId, FetchKind, PathSegment};
+
+/// Per fetch of a plan: the earlier entity fetch it walks alike, if any, and whether
+/// a later fetch walks like it.
+#[derive(Debug, Default)]
+pub struct WalksAlike {
+    like: Vec<Option<FetchId>>,
+    lends: Vec<bool>,
+}
+
+impl WalksAlike {
+    /// The matches among `fetches`: each entity fetch is matched with the first
+    /// earlier one that walks alike.
+    pub(super) fn of(fetches: &[Fetch]) -> WalksAlike {
+        let mut like = vec![None; fetches.len()];
+        let mut lends = vec![false; fetches.len()];
+        for (b, fetch) in fetches.iter().enumerate() {
+            let FetchKind::Entities(groups) = &fetch.kind else {
+                continue;
+            };
+            let earlier = fetches[..b].iter().position(|other| match &other.kind {
+                FetchKind::Entities(others) => groups_alike(groups, others),
+                FetchKind::Root(_) => false,
+            });
+            if let Some(a) = earlier {
+                // A fetch alike to one that is itself alike to an earlier one matches
+                // that earlier one first, so only first fetches lend.
+                like[b] = Some(a as FetchId);
+                lends[a] = true;
+            }
+        }
+        WalksAlike { like, lends }
+    }
+
+    /// The earlier fetch whose walk fetch `id` may take.
+    pub fn like(&self, id: FetchId) -> Option<FetchId> {
+        self.like.get(id as usize).copied().flatten()
+    }
+
+    /// Whether a later fetch may take fetch `id`'s walk (so it is worth keeping).
+    pub fn lends(&self, id: FetchId) -> bool {
+        self.lends.get(id as usize).copied().unwrap_or(false)
+    }
+
+    pub(super) fn heap_size(&self) -> usize {
+        self.like.len() * std::mem::size_of::<Option<FetchId>>() + self.lends.len()
+    }
+}
+
+fn groups_alike(a: &[EntityGroup], b: &[EntityGroup]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| group_alike(a, b))
+}
+
+fn group_alike(a: &EntityGroup, b: &EntityGroup) -> bool {
+    let texts = |g: &EntityGroup| g.requires.iter().map(|r| r.to_string()).collect::<Vec<_>>();
+    a.paths.len() == b.paths.len()
+        && a.paths.iter().zip(&b.paths).all(|(a, b)| path_alike(a, b))
+        && a.input_rewrites == b.input_rewrites
+        && a.namespaces.len() == b.namespaces.len()
+        && a.namespaces
+            .iter()
+            .zip(&b.namespaces)
+            .all(|(a, b)| a.0 == b.0)
+        && texts(a) == texts(b)
+}
+
+fn path_alike(a: &[PathSegment], b: &[PathSegment]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(a, b)| match (a, b) {
+            (PathSegment::Field(a, a_sources, _), PathSegment::Field(b, b_sources, _)) => {
+                a == b && a_sources == b_sources
+            }
+            (PathSegment::List, PathSegment::List) => true,
+            (PathSegment::Types(a), PathSegment::Types(b)) => a == b,
+            _ => false,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use hive_router_query_planner::ast::selection_item::SelectionItem;
+    use hive_router_query_planner::ast::selection_set::FieldSelection;
+
+    use super::*;
+    use crate::plan::{FetchRoom, MemberHint, Sources};
+
+    fn field(name: &str, alias: Option<&str>) -> SelectionItem {
+        SelectionItem::Field(FieldSelection {
+            name: name.into(),
+            alias: alias.map(Into::into),
+            ..FieldSelection::new_typename()
+        })
+    }
+
+    fn key(k: &str, sources: Sources) -> PathSegment {
+        PathSegment::Field(k.into(), sources, MemberHint::default())
+    }
+
+    /// An entity fetch of `Product`s at `path`, represented by `requires`, asking
+    /// for `selection`.
+    fn products(path: Vec<PathSegment>, requires: Vec<SelectionItem>, selection: &str) -> Fetch {
+        Fetch {
+            subgraph: 0,
+            mutation: false,
+            query: Arc::from(selection),
+            variables: Vec::new(),
+            kind: FetchKind::Entities(vec![EntityGroup {
+                alias: "_entities".into(),
+                variable: "representations".into(),
+                paths: vec![path],
+                requires,
+                input_rewrites: Vec::new(),
+                output_rewrites: Vec::new(),
+                namespaces: vec![("Product".into(), Arc::from(format!("Product.{selection}")))],
+                selection: Arc::from(selection),
+            }]),
+            body: bytes::Bytes::new(),
+            room: FetchRoom::default(),
+        }
+    }
+
+    #[test]
+    fn fetches_walk_alike_only_when_paths_and_representations_match() {
+        let wishlist = || {
+            vec![
+                key("me", Sources::ALL),
+                key("wishlist", Sources::ALL),
+                PathSegment::List,
+            ]
+        };
+        let upc = || vec![field("__typename", None), field("upc", None)];
+        let fetches = vec![
+            products(wishlist(), upc(), "name"),
+            products(wishlist(), upc(), "reviews"),
+            // Another path: walks elsewhere.
+            products(
+                vec![key("me", Sources::ALL), PathSegment::List],
+                upc(),
+                "stock",
+            ),
+            // The same path, other representation fields: another text.
+            products(
+                wishlist(),
+                vec![field("__typename", None), field("sku", None)],
+                "b",
+            ),
+            // The same fields under an alias: another text too.
+            products(
+                wishlist(),
+                vec![field("__typename", None), field("upc", Some("u"))],
+                "c",
+            ),
+            // The same path, read from other fetches' answers.
+            products(
+                vec![
+                    key("me", Sources::of_fetch(0)),
+                    key("wishlist", Sources::ALL),
+                    PathSegment::List,
+                ],
+                upc(),
+                "d",
+            ),
+            // A third alike fetch takes the first one's walk.
+            products(wishlist(), upc(), "price"),
+        ];
+        let alike = WalksAlike::of(&fetches);
+        let like: Vec<Option<FetchId>> = (0..fetches.len() as FetchId)
+            .map(|id| alike.like(id))
+            .collect();
+        assert_eq!(like, [None, Some(0), None, None, None, None, Some(0)]);
+        let lends: Vec<bool> = (0..fetches.len() as FetchId)
+            .map(|id| alike.lends(id))
+            .collect();
+        assert_eq!(lends, [true, false, false, false, false, false, false]);
+        // Out of range: neither.
+        assert_eq!(alike.like(99), None);
+        assert!(!alike.lends(99));
+    }
+}
