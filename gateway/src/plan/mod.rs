@@ -224,6 +224,11 @@ impl EntityGroup {
             .position(|(t, _)| &**t == ty)
             .unwrap_or(0)
     }
+
+    /// The namespace of an entity of type `ty` ([`EntityGroup::namespace_index`]).
+    pub fn namespace(&self, ty: &str) -> &Arc<str> {
+        &self.namespaces[self.namespace_index(ty)].1
+    }
 }
 
 /// One step of a path into the response.
