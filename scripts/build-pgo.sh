@@ -125,4 +125,8 @@ echo "== counts merged: $merged ($(du -h "$merged" | cut -f1))"
 echo "== the gateway built with the profile (target/pgo)"
 CARGO_TARGET_DIR=$here/target/pgo RUSTFLAGS="-Cprofile-use=$merged" \
   cargo build --release --locked -p gateway
-echo "built: target/pgo/release/gateway"
+# What the build is of, for the runs that measure it (scripts/cpu-per-request.sh PGO=1).
+dirty=""
+git diff --quiet HEAD -- gateway cache-core http1-wire Cargo.toml Cargo.lock || dirty=" (with uncommitted changes to the gateway)"
+echo "$(git rev-parse HEAD)$dirty, built $(date -u +%Y-%m-%dT%H:%MZ), trained ${seconds}s per workload" > target/pgo/built-from
+echo "built: target/pgo/release/gateway from $(cat target/pgo/built-from)"

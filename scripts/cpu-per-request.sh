@@ -34,7 +34,10 @@
 # By default it measures the gateway twice: with one worker thread (`--worker-threads 1`,
 # the lab's setting on two cores) and with tokio's default of one per core. With --deep or
 # --public-benchmark, a third time: one worker thread with at most 8 requests executing at
-# once (`--max-executing-requests 8`, turns at execution; see docs/deep.md).
+# once (`--max-executing-requests 8`, turns at execution; see docs/deep.md). With PGO=1,
+# once more: the profile-guided build of scripts/build-pgo.sh (target/pgo/release/gateway,
+# which must be built first; the run says which commit it was built from), with the deep
+# queries' setting (one thread, 8 turns: `pgo-turns-8`), or one thread on the seed query.
 #
 # With --deep, the same on the deep query of experiments/deep.toml (DeepWishlistChain,
 # commerce-graph/queries/deep.graphql, ~98.5 KB answers) over the commerce graph's four
@@ -227,6 +230,20 @@ together() {
 # at execution"): the lab's answer to their no-cache target.
 default_variants="one-thread=$bin/gateway,--worker-threads,1 default=$bin/gateway"
 $deep && default_variants="$default_variants turns-8=$bin/gateway,--worker-threads,1,--max-executing-requests,8"
+# PGO=1: the profile-guided build of scripts/build-pgo.sh as one more gateway, with the
+# deep queries' setting (one worker thread, 8 turns), or one thread on the seed query.
+if [ "${PGO:-}" = 1 ]; then
+  pgo=$PWD/target/pgo/release/gateway
+  [ -x "$pgo" ] || { echo "PGO=1: no $pgo; build it first with scripts/build-pgo.sh" >&2; exit 2; }
+  echo "pgo build: $(cat target/pgo/built-from 2>/dev/null || echo 'of an unknown commit')"
+  grep -q "^$(git rev-parse HEAD)\b" target/pgo/built-from 2>/dev/null \
+    || echo "warning: the pgo build is not of this commit ($(git rev-parse --short HEAD)): run scripts/build-pgo.sh again"
+  if $deep; then
+    default_variants="$default_variants pgo-turns-8=$pgo,--worker-threads,1,--max-executing-requests,8"
+  else
+    default_variants="$default_variants pgo=$pgo,--worker-threads,1"
+  fi
+fi
 variants=${GATEWAYS:-$default_variants}
 # Configurations, NAME=ARG,ARG...: the seed matrix's three, and on the deep query the
 # request-level strategies beside them.
