@@ -12,15 +12,17 @@ use common::commerce::{spent, Shop};
 use gateway::plan::{FetchKind, Planner};
 use serde_json::{json, Value};
 
-/// Wishlists' products, asked of products (name, price) and of reviews (their
-/// reviews) at the same path, both by `{__typename upc}`.
-const CHAIN: &str = "{ topProducts(first: 4) { upc reviews(first: 2) { author { id wishlist(first: 3) { upc name price reviews(first: 2) { body rating author { name } } } } } } }";
+/// Wishlists' products, asked of products (name, price, and weight for the estimate)
+/// and of reviews (their reviews) at the same path, both by `{__typename upc}`; then
+/// of inventory (the estimate) by `{__typename upc price weight}`, which walks alike
+/// with neither.
+const CHAIN: &str = "{ topProducts(first: 4) { upc reviews(first: 2) { author { id wishlist(first: 3) { upc name price shippingEstimate reviews(first: 2) { body rating author { name } } } } } } }";
 
 /// The same, without the wishlists' reviews: what a cache may then hold.
-const NAMES: &str = "{ topProducts(first: 4) { upc reviews(first: 2) { author { id wishlist(first: 3) { upc name price } } } } }";
+const NAMES: &str = "{ topProducts(first: 4) { upc reviews(first: 2) { author { id wishlist(first: 3) { upc name price shippingEstimate } } } } }";
 
 /// One product, with what CHAIN asks of each wishlist's.
-const ONE: &str = "query($upc: ID!) { product(upc: $upc) { upc name price reviews(first: 2) { body rating author { name } } } }";
+const ONE: &str = "query($upc: ID!) { product(upc: $upc) { upc name price shippingEstimate reviews(first: 2) { body rating author { name } } } }";
 
 /// Every wishlist's product in a CHAIN answer.
 fn wishlists(data: &Value) -> Vec<Value> {
@@ -67,8 +69,8 @@ async fn a_fetch_that_walks_like_another_takes_its_walk_and_answers_alike() {
     }
     let texts = [a, b].map(|id| plan.fetches[id as usize].query.to_string());
     assert!(
-        texts.iter().any(|t| t.contains("name price"))
-            && texts.iter().any(|t| t.contains("reviews")),
+        texts.iter().any(|t| t.contains("price weight name"))
+            && texts.iter().any(|t| t.contains("reviews(first: 2)")),
         "products and reviews at the wishlists: {texts:?}"
     );
 

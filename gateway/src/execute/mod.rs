@@ -170,18 +170,77 @@ struct Run<'a> {
     input: &'a Arc<RequestInput>,
     found: Mutex<Found>,
     /// The walks of the fetches a later fetch walks alike ([`crate::plan::WalksAlike`]), by fetch.
-    walks: Mutex<Vec<(FetchId, Walk<'a>)>>,
+    walks: Mutex<Vec<(FetchId, Lent<'a>)>>,
 }
 
 /// What an entity fetch's walk found: its distinct representations with the objects
 /// each is for, the places of those objects, and the representations' text.
-#[derive(Clone)]
 struct Walk<'a> {
-    entities: Arc<Vec<Entity>>,
-    steps: Arc<Vec<PathStep<'a>>>,
+    entities: Held<Entity>,
+    steps: Held<PathStep<'a>>,
     representations: Bytes,
     /// The data's count of changes it was made at ([`Data::changes`]).
     changes: u64,
+}
+
+impl<'a> Walk<'a> {
+    /// This walk, its parts shared from now on with the copy lent to fetches that
+    /// walk alike.
+    fn lend(self) -> (Walk<'a>, Lent<'a>) {
+        let lent = Lent {
+            entities: self.entities.into_shared(),
+            steps: self.steps.into_shared(),
+            representations: self.representations,
+            changes: self.changes,
+        };
+        (lent.walk(), lent)
+    }
+}
+
+/// A walk kept for the fetches that walk alike.
+struct Lent<'a> {
+    entities: Arc<Vec<Entity>>,
+    steps: Arc<Vec<PathStep<'a>>>,
+    representations: Bytes,
+    changes: u64,
+}
+
+impl<'a> Lent<'a> {
+    fn walk(&self) -> Walk<'a> {
+        Walk {
+            entities: Held::Shared(self.entities.clone()),
+            steps: Held::Shared(self.steps.clone()),
+            representations: self.representations.clone(),
+            changes: self.changes,
+        }
+    }
+}
+
+/// A part of a walk: its fetch's own (as most are: no allocation for sharing), or
+/// shared with fetches that walk alike.
+enum Held<T> {
+    Own(Vec<T>),
+    Shared(Arc<Vec<T>>),
+}
+
+impl<T> Held<T> {
+    fn into_shared(self) -> Arc<Vec<T>> {
+        match self {
+            Held::Own(parts) => Arc::new(parts),
+            Held::Shared(parts) => parts,
+        }
+    }
+}
+
+impl<T> std::ops::Deref for Held<T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        match self {
+            Held::Own(parts) => parts,
+            Held::Shared(parts) => parts,
+        }
+    }
 }
 
 /// One distinct representation of an entity fetch, and the objects it is for.
@@ -469,7 +528,7 @@ impl<'a> Run<'a> {
         let like = self.plan.walks_alike.like(id)?;
         let walks = self.walks.lock();
         let (_, walk) = walks.iter().find(|(fetch, _)| *fetch == like)?;
-        (walk.changes == self.found.lock().data.changes()).then(|| walk.clone())
+        (walk.changes == self.found.lock().data.changes()).then(|| walk.walk())
     }
 
     /// Walk the data gathered so far to the objects of `groups`' paths, and write
@@ -593,8 +652,8 @@ impl<'a> Run<'a> {
         fetch.room.text.note(text.len());
         fetch.room.targets.note(most_targets);
         Walk {
-            entities: Arc::new(entities),
-            steps: Arc::new(steps),
+            entities: Held::Own(entities),
+            steps: Held::Own(steps),
             representations: Bytes::from(text),
             changes,
         }
@@ -620,9 +679,12 @@ impl<'a> Run<'a> {
             None => {
                 let walk = self.walk(fetch, groups);
                 if self.plan.walks_alike.lends(id) {
-                    self.walks.lock().push((id, walk.clone()));
+                    let (walk, lent) = walk.lend();
+                    self.walks.lock().push((id, lent));
+                    walk
+                } else {
+                    walk
                 }
-                walk
             }
         };
         if entities.is_empty() {
