@@ -10,7 +10,9 @@
 //! - an **entity fetch** walks the data gathered so far to its paths, builds each
 //!   object's representation (`__typename`, keys, `@requires` inputs) from the
 //!   answers that stand there, and asks for each distinct one once; each answer is
-//!   merged into the objects it was asked for ([`data`]).
+//!   merged into the objects it was asked for ([`data`]). A fetch that walks like an
+//!   earlier one (the same paths and representations: [`crate::plan::WalksAlike`])
+//!   takes that fetch's walk instead, when nothing was added to the data since.
 //!
 //! With a cache ([`crate::caching`]) every root field and every entity is looked up
 //! under its own key first: an entity's key holds its representation, so the
@@ -169,7 +171,8 @@ struct Run<'a> {
     plan: &'a Arc<Plan>,
     input: &'a Arc<RequestInput>,
     found: Mutex<Found>,
-    /// The walks of the fetches a later fetch walks alike ([`crate::plan::WalksAlike`]), by fetch.
+    /// The walks of the fetches that a later fetch walks alike
+    /// ([`crate::plan::WalksAlike`]), by fetch.
     walks: Mutex<Vec<(FetchId, Lent<'a>)>>,
 }
 

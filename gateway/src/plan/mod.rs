@@ -15,7 +15,9 @@
 //! - **shape** ([`Selection`]): the client's selection per concrete type, fields
 //!   merged by response key in query order, with what each field's type allows
 //!   (null, lists), so that the response writer ([`crate::response`]) needs no
-//!   schema lookups (`shape`).
+//!   schema lookups (`shape`);
+//! - **walks alike** ([`WalksAlike`]): the entity fetches that reach the same objects
+//!   with the same representations, so that execution walks to them once (`alike`).
 //!
 //! The shape depends on the values of the variables the document's
 //! `@skip`/`@include` read, so a plan is kept per operation and per combination of
