@@ -107,15 +107,11 @@ for config in no-cache ttl-0 ttl-10 coalesce; do
 done
 for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; pids=()
 
-up=$(port); pp=$(port)
-"$bin/user-service" --listen 127.0.0.1:$up >/dev/null 2>&1 & pids+=($!)
-"$bin/post-service" --listen 127.0.0.1:$pp >/dev/null 2>&1 & pids+=($!)
-wait_up "http://127.0.0.1:$up/health"; wait_up "http://127.0.0.1:$pp/health"
-echo '{"query":"query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }"}' > "$work/seed.json"
+start_seed_graph "$bin" "$work"
 for config in no-cache ttl-0 ttl-10; do
   read -ra flags <<< "$(config_flags $config)"
-  train "seed-$config" --body-file "$work/seed.json" -H 'content-type: application/json' -- \
-    --subgraph "user=http://127.0.0.1:$up/graphql" --subgraph "post=http://127.0.0.1:$pp/graphql" "${flags[@]}"
+  train "seed-$config" --body-file "$work/request.json" -H 'content-type: application/json' -- \
+    "${seed_args[@]}" "${flags[@]}"
 done
 
 ls "$raw"/*.profraw >/dev/null 2>&1 || { echo "the instrumented gateway wrote no counts into $raw" >&2; exit 1; }

@@ -50,12 +50,8 @@ if $deep; then
   start_deep_graph "$bin" "$work"
   subgraph_args=("${deep_args[@]}")
 else
-  echo '{"query":"query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }"}' > "$work/request.json"
-  up=$(port); pp=$(port)
-  "$bin/user-service" --listen 127.0.0.1:$up >/dev/null 2>&1 & pids+=($!)
-  "$bin/post-service" --listen 127.0.0.1:$pp >/dev/null 2>&1 & pids+=($!)
-  wait_up "http://127.0.0.1:$up/health"; wait_up "http://127.0.0.1:$pp/health"
-  subgraph_args=(--subgraph user=http://127.0.0.1:$up/graphql --subgraph post=http://127.0.0.1:$pp/graphql)
+  start_seed_graph "$bin" "$work"
+  subgraph_args=("${seed_args[@]}")
 fi
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) cores); $(valgrind --version)"
 echo "gateway flags: --worker-threads 1 $flags; $n counted requests after $warm of warm-up, 4 connections"

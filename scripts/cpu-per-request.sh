@@ -147,12 +147,9 @@ if $deep; then
     echo "subgraphs: replayed by one loadgen target --replay (one thread), from the $(ls "$work/exchanges" | grep -c answer) exchanges of one no-cache deep query, recorded first"
   fi
 else
-  echo '{"query":"query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }"}' > "$work/request.json"
-  up=$(port); pp=$(port)
-  "$bin/user-service" --listen 127.0.0.1:$up >/dev/null 2>&1 & subgraphs+=($!); pids+=($!)
-  "$bin/post-service" --listen 127.0.0.1:$pp >/dev/null 2>&1 & subgraphs+=($!); pids+=($!)
-  wait_up "http://127.0.0.1:$up/health"; wait_up "http://127.0.0.1:$pp/health"
-  gateway_args=(--subgraph user=http://127.0.0.1:$up/graphql --subgraph post=http://127.0.0.1:$pp/graphql)
+  started=${#pids[@]}
+  start_seed_graph "$bin" "$work"
+  subgraphs=("${pids[@]:$started}") gateway_args=("${seed_args[@]}")
   target_body=()
 fi
 tp=$(port); tp1=$(port)

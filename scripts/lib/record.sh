@@ -35,6 +35,19 @@ need_node() {
   [ "$major" -ge "$1" ] || die "node $(node --version) is too old: $2 (Node $1 or later)"
 }
 
+# start_seed_graph BIN WORK: the seed query as a request body in WORK/request.json, and
+# the lab's own two subgraphs (user-service, post-service) started from BIN on free ports
+# (their PIDs appended to the caller's pids). Sets seed_args: how a gateway reaches them.
+start_seed_graph() {
+  local up pp
+  echo '{"query":"query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }"}' > "$2/request.json"
+  up=$(port); pp=$(port)
+  "$1/user-service" --listen 127.0.0.1:$up >/dev/null 2>&1 & pids+=($!)
+  "$1/post-service" --listen 127.0.0.1:$pp >/dev/null 2>&1 & pids+=($!)
+  wait_up "http://127.0.0.1:$up/health"; wait_up "http://127.0.0.1:$pp/health"
+  seed_args=(--subgraph user=http://127.0.0.1:$up/graphql --subgraph post=http://127.0.0.1:$pp/graphql)
+}
+
 # start_deep_graph BIN WORK: the deep query of experiments/deep.toml (DeepWishlistChain) as
 # a request body in WORK/request.json, and the commerce graph's four subgraphs started from
 # BIN on free ports (their PIDs appended to the caller's pids). Sets deep_args: how a
