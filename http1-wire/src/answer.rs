@@ -11,6 +11,9 @@ use crate::{fill, io_error, AnswerRules, ExchangeError};
 /// The most of an answer's announced body reserved before it has come.
 const RESERVED_AT_ONCE: usize = 1 << 20;
 
+/// The room a connection's buffer starts with, and the least kept for an answer.
+pub(crate) const FIRST_ROOM: usize = 8 * 1024;
+
 /// One answer, read whole.
 #[derive(Debug, Clone)]
 pub struct Answer {
@@ -21,16 +24,28 @@ pub struct Answer {
 }
 
 /// Read the answer to the request just written. `buffer` is the connection's; it is
-/// empty between exchanges.
+/// empty between exchanges. `room`: the bytes its recent answers took (head and
+/// body), updated with this one's.
+///
+/// That much room is made before the answer comes, so that an answer already
+/// waiting is taken in one read: with only what an earlier answer left of the
+/// buffer, two answers in three of the deep query took two reads (a system call
+/// each) and the first part was copied once more into a larger buffer. The room
+/// follows the largest recent answer and shrinks by an eighth per smaller one, so
+/// that a connection whose requests alternate between a small and a large answer
+/// keeps room for the large one.
 pub(crate) async fn read(
     stream: &mut TcpStream,
     buffer: &mut BytesMut,
     rules: AnswerRules,
+    room: &mut usize,
     mut on_header: impl FnMut(&str, &[u8]),
 ) -> Result<Answer, ExchangeError> {
     buffer.clear();
+    buffer.reserve((*room).clamp(FIRST_ROOM, RESERVED_AT_ONCE));
     let framing = head::read(stream, buffer, rules, &mut on_header).await?;
     buffer.advance(framing.head_len);
+    let head_len = framing.head_len;
     let (body, reusable) = match framing.body {
         BodyLength::Known(length) => {
             if length > rules.max_body {
@@ -72,6 +87,8 @@ pub(crate) async fn read(
             (buffer.split().freeze(), false)
         }
     };
+    let took = head_len.saturating_add(body.len());
+    *room = took.max(*room - *room / 8);
     Ok(Answer {
         status: framing.status,
         body,

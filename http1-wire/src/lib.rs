@@ -84,6 +84,8 @@ pub struct AnswerRules {
 pub struct Connection {
     stream: TcpStream,
     buffer: BytesMut,
+    /// The room made in `buffer` for the next answer (see [`answer::read`]).
+    room: usize,
     /// The buffer [`Connection::exchange_in_place`] read its answer into (one of
     /// [`Buffers`], none before the answer arrives and after a release), and where the
     /// answer's body is in it.
@@ -106,7 +108,8 @@ impl Connection {
         stream.set_nodelay(true)?;
         Ok(Connection {
             stream,
-            buffer: BytesMut::with_capacity(8 * 1024),
+            buffer: BytesMut::with_capacity(answer::FIRST_ROOM),
+            room: answer::FIRST_ROOM,
             place: Vec::new(),
             body: 0..0,
             timer: Box::pin(tokio::time::sleep(Duration::ZERO)),
@@ -149,12 +152,13 @@ impl Connection {
         let Connection {
             stream,
             buffer,
+            room,
             timer,
             ..
         } = self;
         let work = async {
             write_all(stream, request).await?;
-            answer::read(stream, buffer, rules, on_header).await
+            answer::read(stream, buffer, rules, room, on_header).await
         };
         before(timer, deadline, work).await
     }
