@@ -96,6 +96,53 @@ async fn reads_each_framing_and_reuses_the_connection() {
     }
 }
 
+/// Answers of alternating sizes on one connection, every body kept to the end: the
+/// room made for each next answer (as large as the recent ones) never touches a body
+/// handed out before, and a large answer after small ones, or a small one after large
+/// ones, is read whole.
+#[tokio::test]
+async fn bodies_of_alternating_sizes_stay_whole_while_held() {
+    let sizes = [
+        100usize, 90_000, 700, 200_000, 5, 90_000, 12_000, 0, 300_000,
+    ];
+    let bodies: Vec<Vec<u8>> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| (0..n).map(|j| b'a' + ((i * 7 + j) % 26) as u8).collect())
+        .collect();
+    let answers = bodies
+        .iter()
+        .map(|body| {
+            let mut answer =
+                format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", body.len()).into_bytes();
+            answer.extend_from_slice(body);
+            &*Box::leak(answer.into_boxed_slice())
+        })
+        .collect();
+    let addr = serve(answers, false).await;
+    let mut c = Connection::open(addr).await.unwrap();
+    let rules = AnswerRules {
+        max_body: 1 << 20,
+        head_request: false,
+    };
+    let mut held = Vec::new();
+    for _ in &bodies {
+        let a = c
+            .exchange(&REQUEST, soon(), rules, |_, _| {})
+            .await
+            .unwrap();
+        assert_eq!((a.status, a.reusable), (200, true));
+        held.push(a.body);
+    }
+    for (i, (got, want)) in held.iter().zip(&bodies).enumerate() {
+        assert!(
+            got[..] == want[..],
+            "body {i} ({} bytes) changed",
+            want.len()
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_body_until_close_and_a_head_answer() {
     let addr = serve(
