@@ -40,91 +40,19 @@ pub enum Kind {
     Object,
 }
 
-/// The kinds by their number in a node's `head` (the eighth number is never written).
-const KINDS: [Kind; 8] = [
-    Kind::Null,
-    Kind::Bool,
-    Kind::Number,
-    Kind::PlainString,
-    Kind::EscapedString,
-    Kind::Array,
-    Kind::Object,
-    Kind::Null,
-];
-
-/// One value of a tape, in 16 bytes: four to a cache line, where the 24 bytes of
-/// separate fields fit two and a half. The walks and the writer step through the
-/// nodes of every answer, so a tape a third smaller is a third fewer lines to fetch.
 #[derive(Debug, Clone, Copy)]
 struct Node {
+    kind: Kind,
+    /// Whether the key (for values inside an object) contains an escape.
+    key_escaped: bool,
+    /// The key's bytes between its quotes (values inside an object; else empty).
+    key_start: u32,
+    key_end: u32,
     /// The value's bytes (quotes included for strings, brackets for containers).
     start: u32,
     end: u32,
     /// The index of the first node after this value's subtree.
     next: u32,
-    /// Its kind (bits 0–2), and where the key of a value inside an object is: whether
-    /// the key has escapes (bit 3), its length between its quotes (bits 5–18) and the
-    /// bytes from its end to the value's start (bits 19–31; 2 for `"key":value`). A
-    /// key longer or further away than those bits hold sets bit 4, and its span is
-    /// kept in the tape's `far_keys`. Any other value's key is the empty span at its
-    /// start.
-    head: u32,
-}
-
-const _: () = assert!(std::mem::size_of::<Node>() == 16);
-
-const KIND_BITS: u32 = 0b111;
-const KEY_ESCAPED: u32 = 1 << 3;
-const KEY_FAR: u32 = 1 << 4;
-const KEY_LEN_SHIFT: u32 = 5;
-const KEY_LEN_MAX: u32 = (1 << 14) - 1;
-const KEY_GAP_SHIFT: u32 = 19;
-const KEY_GAP_MAX: u32 = (1 << 13) - 1;
-
-impl Node {
-    /// A node for the value at `start..end` of kind `kind`, with the span of its key
-    /// between the quotes and whether it has escapes (`None` outside an object). Also
-    /// whether that span is too far to be held in the node (see [`Node::head`]): the
-    /// node is marked so, and the span goes to the tape's `far_keys`.
-    fn new(
-        kind: Kind,
-        key: Option<(u32, u32, bool)>,
-        start: u32,
-        end: u32,
-        next: u32,
-    ) -> (Node, bool) {
-        let (key_start, key_end, escaped) = key.unwrap_or((start, start, false));
-        let len = key_end.wrapping_sub(key_start);
-        let gap = start.wrapping_sub(key_end);
-        let mut head = kind as u32 | if escaped { KEY_ESCAPED } else { 0 };
-        let far = len > KEY_LEN_MAX || gap > KEY_GAP_MAX;
-        if far {
-            head |= KEY_FAR;
-        } else {
-            head |= len << KEY_LEN_SHIFT | gap << KEY_GAP_SHIFT;
-        }
-        let node = Node {
-            start,
-            end,
-            next,
-            head,
-        };
-        (node, far)
-    }
-
-    #[inline(always)]
-    fn kind(&self) -> Kind {
-        KINDS[(self.head & KIND_BITS) as usize]
-    }
-
-    #[inline(always)]
-    fn is(&self, kind: Kind) -> bool {
-        self.head & KIND_BITS == kind as u32
-    }
-
-    fn key_escaped(&self) -> bool {
-        self.head & KEY_ESCAPED != 0
-    }
 }
 
 /// A parsed JSON text: its bytes and the tape of its values.
@@ -132,10 +60,6 @@ impl Node {
 pub struct Tape {
     text: Bytes,
     nodes: Vec<Node>,
-    /// The key spans that do not fit in their nodes, by node index, ascending: keys
-    /// of 16 KiB or more, or 8 KiB or more from a key's end to its value (whitespace).
-    /// Empty for any answer a subgraph writes for a query.
-    far_keys: Vec<(u32, u32, u32)>,
 }
 
 /// Why a text is not JSON.
@@ -150,12 +74,8 @@ impl Tape {
     /// Parse `text`, which must hold exactly one JSON value (whitespace around it
     /// allowed).
     pub fn parse(text: Bytes) -> Result<Tape, JsonError> {
-        let (nodes, far_keys) = parser::nodes(&text)?;
-        Ok(Tape {
-            text,
-            nodes,
-            far_keys,
-        })
+        let nodes = parser::nodes(&text)?;
+        Ok(Tape { text, nodes })
     }
 
     /// The top-level value.
@@ -176,38 +96,12 @@ impl Tape {
         &self.text
     }
 
-    /// The key span of `n`, the node at `index`.
+    /// Whether the key of `n` (a node of this tape inside an object) is `name`.
     #[inline(always)]
-    fn key_span(&self, index: u32, n: &Node) -> (usize, usize) {
-        if n.head & KEY_FAR != 0 {
-            return self.far_key(index);
-        }
-        let len = (n.head >> KEY_LEN_SHIFT) & KEY_LEN_MAX;
-        let end = n.start.wrapping_sub(n.head >> KEY_GAP_SHIFT);
-        (end.wrapping_sub(len) as usize, end as usize)
-    }
-
-    #[cold]
-    fn far_key(&self, index: u32) -> (usize, usize) {
-        match self.far_keys.binary_search_by_key(&index, |k| k.0) {
-            Ok(at) => (self.far_keys[at].1 as usize, self.far_keys[at].2 as usize),
-            Err(_) => (0, 0),
-        }
-    }
-
-    /// The key's bytes of `n`, the node at `index` (empty outside an object).
-    #[inline(always)]
-    fn key_bytes(&self, index: u32, n: &Node) -> &[u8] {
-        let (start, end) = self.key_span(index, n);
-        self.text.get(start..end).unwrap_or_default()
-    }
-
-    /// Whether the key of `n`, the node at `index` (a value inside an object), is
-    /// `name`.
-    #[inline(always)]
-    fn key_is(&self, index: u32, n: &Node, name: &str) -> bool {
-        let raw = self.key_bytes(index, n);
-        if n.key_escaped() {
+    fn key_is(&self, n: &Node, name: &str) -> bool {
+        let raw = self.text.get(n.key_start as usize..n.key_end as usize);
+        let Some(raw) = raw else { return false };
+        if n.key_escaped {
             return decode_key(raw) == name;
         }
         same_bytes(raw, name.as_bytes())
@@ -220,9 +114,7 @@ impl Tape {
 
     /// Heap bytes held (text and tape), for weighing cache entries.
     pub fn heap_size(&self) -> usize {
-        self.text.len()
-            + self.nodes.capacity() * std::mem::size_of::<Node>()
-            + self.far_keys.capacity() * std::mem::size_of::<(u32, u32, u32)>()
+        self.text.len() + self.nodes.capacity() * std::mem::size_of::<Node>()
     }
 }
 
@@ -250,7 +142,7 @@ impl<'t> Value<'t> {
     }
 
     pub fn kind(&self) -> Kind {
-        self.node().kind()
+        self.node().kind
     }
 
     pub fn is_null(&self) -> bool {
@@ -276,8 +168,8 @@ impl<'t> Value<'t> {
     /// The key this value has in its parent object (decoded when it has escapes).
     pub fn key(&self) -> Cow<'t, str> {
         let n = self.node();
-        let raw = self.tape.key_bytes(self.index, n);
-        if n.key_escaped() {
+        let raw = &self.tape.text[n.key_start as usize..n.key_end as usize];
+        if n.key_escaped {
             decode_key(raw)
         } else {
             Cow::Borrowed(plain(raw))
@@ -287,7 +179,7 @@ impl<'t> Value<'t> {
     /// Whether this value's key in its parent object is `name`.
     #[inline]
     pub fn key_is(&self, name: &str) -> bool {
-        self.tape.key_is(self.index, self.node(), name)
+        self.tape.key_is(self.node(), name)
     }
 
     /// An object's members, in order; nothing for other kinds.
@@ -302,7 +194,7 @@ impl<'t> Value<'t> {
 
     fn children(&self, kind: Kind) -> Children<'t> {
         let n = self.node();
-        let (next, end) = if n.is(kind) {
+        let (next, end) = if n.kind == kind {
             (self.index + 1, n.next)
         } else {
             (0, 0)
@@ -325,13 +217,13 @@ impl<'t> Value<'t> {
         // A loop over the nodes themselves: this is the gateway's most frequent read.
         let nodes = &self.tape.nodes;
         let n = nodes.get(self.index as usize)?;
-        if !n.is(Kind::Object) {
+        if n.kind != Kind::Object {
             return None;
         }
         let (mut index, mut ordinal) = (self.index + 1, 0);
         while index < n.next {
             let member = nodes.get(index as usize)?;
-            if self.tape.key_is(index, member, name) {
+            if self.tape.key_is(member, name) {
                 return Some((ordinal, self.tape.at(index)));
             }
             index = member.next;
@@ -359,8 +251,7 @@ impl<'t> Value<'t> {
         name: &str,
     ) -> Option<Value<'t>> {
         let (index, member) = self.member_node(ordinal, from)?;
-        (!member.is(Kind::Null) && self.tape.key_is(index, member, name))
-            .then(|| self.tape.at(index))
+        (member.kind != Kind::Null && self.tape.key_is(member, name)).then(|| self.tape.at(index))
     }
 
     /// The member at `ordinal` (see [`Value::member_at`]): its tape index and node.
@@ -368,7 +259,7 @@ impl<'t> Value<'t> {
     fn member_node(&self, ordinal: u32, from: Option<(u32, u32)>) -> Option<(u32, &'t Node)> {
         let nodes = &self.tape.nodes;
         let n = nodes.get(self.index as usize)?;
-        if !n.is(Kind::Object) {
+        if n.kind != Kind::Object {
             return None;
         }
         let (mut at, mut index) = match from {
@@ -394,35 +285,23 @@ impl<'t> Value<'t> {
         let n = *self.node();
         let (start, first, last) = (n.start, self.index as usize, n.next as usize);
         let text = Bytes::copy_from_slice(&self.tape.text[start as usize..n.end as usize]);
-        // The spans move with the text; a key's place is relative to its value, so
-        // only a far key's span is rewritten. The copy's root is in no object.
         let nodes = self.tape.nodes[first..last]
             .iter()
             .enumerate()
-            .map(|(i, node)| Node {
-                start: node.start - start,
-                end: node.end - start,
-                next: node.next - first as u32,
-                head: match i {
-                    0 => node.head & KIND_BITS,
-                    _ => node.head,
-                },
+            .map(|(i, node)| {
+                let keyed = i > 0 && node.key_end > node.key_start;
+                Node {
+                    key_start: if keyed { node.key_start - start } else { 0 },
+                    key_end: if keyed { node.key_end - start } else { 0 },
+                    key_escaped: keyed && node.key_escaped,
+                    start: node.start - start,
+                    end: node.end - start,
+                    next: node.next - first as u32,
+                    kind: node.kind,
+                }
             })
             .collect();
-        let far_keys = self
-            .tape
-            .far_keys
-            .iter()
-            .filter(|k| k.0 > first as u32 && k.0 < last as u32)
-            .map(|&(index, key_start, key_end)| {
-                (index - first as u32, key_start - start, key_end - start)
-            })
-            .collect();
-        Tape {
-            text,
-            nodes,
-            far_keys,
-        }
+        Tape { text, nodes }
     }
 }
 

@@ -14,8 +14,8 @@ use super::{JsonError, Kind, Node};
 pub(super) const MAX_DEPTH: usize = 512;
 
 /// The nodes of `text`, which must hold exactly one JSON value (whitespace around it
-/// allowed), and the key spans too far to be held in their nodes (by node index).
-pub(super) fn nodes(text: &[u8]) -> Result<(Vec<Node>, Vec<FarKey>), JsonError> {
+/// allowed).
+pub(super) fn nodes(text: &[u8]) -> Result<Vec<Node>, JsonError> {
     // Past its ASCII start (all of a usual answer), checked by the standard
     // library: a split between two ASCII bytes is a character boundary.
     let ascii = ascii_prefix(text);
@@ -35,11 +35,10 @@ pub(super) fn nodes(text: &[u8]) -> Result<(Vec<Node>, Vec<FarKey>), JsonError> 
         bytes: text,
         at: 0,
         nodes: Vec::with_capacity(text.len() / 8 + 4),
-        far_keys: Vec::new(),
         failure: None,
     };
     parser.skip_ws();
-    if parser.value(0, None).is_err() {
+    if parser.value(0, (0, 0, false)).is_err() {
         return Err(parser.failure());
     }
     parser.skip_ws();
@@ -47,7 +46,7 @@ pub(super) fn nodes(text: &[u8]) -> Result<(Vec<Node>, Vec<FarKey>), JsonError> 
         parser.fail("trailing characters after the value");
         return Err(parser.failure());
     }
-    Ok((parser.nodes, parser.far_keys))
+    Ok(parser.nodes)
 }
 
 /// A parse stopped at an error, which the parser keeps ([`Parser::failure`]): the
@@ -74,17 +73,13 @@ struct Parser<'b> {
     bytes: &'b [u8],
     at: usize,
     nodes: Vec<Node>,
-    far_keys: Vec<FarKey>,
     /// Why the parse stopped, once it has.
     failure: Option<JsonError>,
 }
 
 /// A key's span between its quotes, and whether it has escapes (the key of a
-/// value inside an object; `None` for any other value).
-type KeySpan = Option<(u32, u32, bool)>;
-
-/// A key span held apart from its node: the node's index, the span.
-pub(super) type FarKey = (u32, u32, u32);
+/// value inside an object; the empty span for any other value).
+type KeySpan = (u32, u32, bool);
 
 impl Parser<'_> {
     /// Stop at `self.at`, for `message`.
@@ -137,34 +132,31 @@ impl Parser<'_> {
             Some(_) => return Err(self.fail("expected a value")),
         };
         let next = self.nodes.len() as u32 + 1;
-        self.push(
-            Node::new(kind, key, start as u32, self.at as u32, next),
-            key,
-        );
+        self.nodes.push(Node {
+            kind,
+            key_escaped: key.2,
+            key_start: key.0,
+            key_end: key.1,
+            start: start as u32,
+            end: self.at as u32,
+            next,
+        });
         Ok(())
-    }
-
-    /// Append `node`, and its key's span to `far_keys` when the node cannot hold it.
-    #[inline(always)]
-    fn push(&mut self, (node, far): (Node, bool), key: KeySpan) {
-        if far {
-            self.far_key(key);
-        }
-        self.nodes.push(node);
-    }
-
-    #[cold]
-    fn far_key(&mut self, key: KeySpan) {
-        if let Some((start, end, _)) = key {
-            self.far_keys.push((self.nodes.len() as u32, start, end));
-        }
     }
 
     /// An object or an array from its opening bracket, its values at `depth + 1`.
     #[inline(never)]
     fn container(&mut self, depth: usize, key: KeySpan, kind: Kind) -> Result<(), Stop> {
         let index = self.nodes.len();
-        self.push(Node::new(kind, key, self.at as u32, 0, 0), key);
+        self.nodes.push(Node {
+            kind,
+            key_escaped: key.2,
+            key_start: key.0,
+            key_end: key.1,
+            start: self.at as u32,
+            end: 0,
+            next: 0,
+        });
         match kind {
             Kind::Object => self.object(depth + 1)?,
             _ => self.array(depth + 1)?,
@@ -341,7 +333,7 @@ impl Parser<'_> {
             if depth > MAX_DEPTH {
                 return Err(self.fail("nested too deeply"));
             }
-            self.value(depth, None)?;
+            self.value(depth, (0, 0, false))?;
             self.skip_ws();
             match self.bytes.get(self.at) {
                 Some(b',') => self.at += 1,
@@ -380,7 +372,7 @@ impl Parser<'_> {
             if depth > MAX_DEPTH {
                 return Err(self.fail("nested too deeply"));
             }
-            self.value(depth, Some((key_start as u32, key_end as u32, escaped)))?;
+            self.value(depth, (key_start as u32, key_end as u32, escaped))?;
             self.skip_ws();
             match self.bytes.get(self.at) {
                 Some(b',') => self.at += 1,

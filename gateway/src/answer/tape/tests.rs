@@ -95,54 +95,6 @@ fn a_copied_subtree_stands_alone() {
     assert_eq!(to_json(copy.root()), to_json(second));
 }
 
-/// Keys at and past the lengths a node holds (16,383 bytes), and values at and past
-/// the distance from their key that it holds (8,191 bytes): each is read, found and
-/// copied as a short key is, escaped or not, and the whole agrees with serde_json.
-#[test]
-fn keys_too_long_or_too_far_for_a_node_are_kept_apart() {
-    for (len, gap) in [
-        (16_383, 2),
-        (16_384, 2),
-        (20_000, 2),
-        (3, 8_191),
-        (3, 8_192),
-        (40_000, 9_000),
-    ] {
-        let long = "k".repeat(len);
-        let spaces = " ".repeat(gap - 2);
-        let text = format!(
-            r#"{{"a":1,"{long}":{{"{long}"{spaces}:[2,{{"\u006b{long}":3}}]}},"b"{spaces}:4,"c":5}}"#
-        );
-        let t = tape(&text);
-        let expected: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(to_json(t.root()), expected, "key {len}, gap {gap}");
-        let root = t.root();
-        let (at, outer) = root.find(&long).unwrap();
-        assert_eq!((at, outer.key().len()), (1, len));
-        assert!(outer.key_is(&long));
-        assert_eq!(root.get("b").unwrap().raw(), b"4");
-        assert_eq!(
-            root.named_member_at(2, Some((at, outer.index())), "b")
-                .unwrap()
-                .raw(),
-            b"4"
-        );
-        assert_eq!(root.get("c").unwrap().raw(), b"5");
-        let inner = outer.get(&long).unwrap();
-        let escaped = format!("k{long}");
-        let last = inner.items().nth(1).unwrap();
-        assert_eq!(last.get(&escaped).unwrap().raw(), b"3");
-        // A copy of the object whose key is far: the keys inside are found in it,
-        // and its own root has none.
-        let copy = outer.to_tape();
-        assert_eq!(copy.root().key(), "");
-        assert_eq!(to_json(copy.root()), to_json(outer));
-        let copied = copy.root().get(&long).unwrap().items().nth(1).unwrap();
-        assert_eq!(copied.get(&escaped).unwrap().raw(), b"3");
-        assert_eq!(copied.members().next().unwrap().key(), escaped);
-    }
-}
-
 #[test]
 fn malformed_text_is_an_error() {
     for bad in [
