@@ -45,7 +45,6 @@ pub(crate) async fn read(
     buffer.reserve((*room).clamp(FIRST_ROOM, RESERVED_AT_ONCE));
     let framing = head::read(stream, buffer, rules, &mut on_header).await?;
     buffer.advance(framing.head_len);
-    let head_len = framing.head_len;
     let (body, reusable) = match framing.body {
         BodyLength::Known(length) => {
             if length > rules.max_body {
@@ -87,7 +86,7 @@ pub(crate) async fn read(
             (buffer.split().freeze(), false)
         }
     };
-    let took = head_len.saturating_add(body.len());
+    let took = framing.head_len.saturating_add(body.len());
     *room = took.max(*room - *room / 8);
     Ok(Answer {
         status: framing.status,
