@@ -56,15 +56,26 @@ struct Stop;
 
 /// How many of `bytes`' first bytes are ASCII, in steps of sixteen (the count stops
 /// at the sixteen bytes that hold the first byte that is not, or at the last
-/// sixteen): one test of a 128-bit word per step, where checking UTF-8 byte by byte
-/// takes about one instruction a byte.
+/// sixteen). Sixty-four bytes a step while they are all ASCII, one test of four
+/// 128-bit words taken together, then sixteen at a time. Checking UTF-8 byte by byte
+/// takes about one instruction a byte; a test per sixteen bytes still cost about 1.4%
+/// of the gateway's CPU on the deep query (perf), most of it the loop's own steps.
 pub(super) fn ascii_prefix(bytes: &[u8]) -> usize {
     const HIGH: u128 = u128::from_le_bytes([0x80; 16]);
-    bytes
+    let word = |chunk: &[u8]| <[u8; 16]>::try_from(chunk).map_or(HIGH, u128::from_le_bytes);
+    let mut at = 0;
+    while let Some(block) = bytes.get(at..).and_then(|rest| rest.first_chunk::<64>()) {
+        let any = block
+            .chunks_exact(16)
+            .fold(0, |any, chunk| any | word(chunk));
+        if any & HIGH != 0 {
+            break;
+        }
+        at += 64;
+    }
+    at + bytes[at..]
         .chunks_exact(16)
-        .take_while(|chunk| {
-            <[u8; 16]>::try_from(*chunk).is_ok_and(|word| u128::from_le_bytes(word) & HIGH == 0)
-        })
+        .take_while(|chunk| word(chunk) & HIGH == 0)
         .count()
         * 16
 }
