@@ -1,8 +1,8 @@
 //! The parser: a subgraph answer's bytes to the nodes of its [`Tape`], in one pass,
 //! checking everything JSON requires.
 //!
-//! UTF-8 is checked first, sixteen bytes a step while the text is ASCII and by the
-//! standard library after that. Then one recursive descent writes a node per value
+//! UTF-8 is checked first, sixty-four bytes a step while the text is ASCII and by
+//! the standard library after that. Then one recursive descent writes a node per value
 //! in document order: a leaf whole, a container first and completed once its end is
 //! known. Leaves and strings are read inside the loops of objects and arrays, so only
 //! a container costs a call, and a string's plain bytes are skipped sixteen at a time.

@@ -216,8 +216,8 @@ proptest! {
     /// A string of ASCII with one byte of any value at any place: the text is
     /// refused as UTF-8 exactly when the standard library refuses it, at the byte
     /// it names, wherever the byte falls against the sixty-four- and sixteen-byte
-    /// steps of the ASCII check. `tail` then checks that every byte before the ASCII prefix's
-    /// end is ASCII, and the sixteen after it hold one that is not.
+    /// steps of the ASCII check. `tail` then checks that every byte before the ASCII
+    /// prefix's end is ASCII, and the sixteen after it hold one that is not.
     #[test]
     fn utf8_is_checked_as_the_standard_library_checks_it(
         len in 0usize..200,
