@@ -122,6 +122,28 @@ fn malformed_text_is_an_error() {
     assert!(Tape::parse(Bytes::from_static(b"\"\xff\"")).is_err());
 }
 
+/// Past a good character of more than one byte, a bad byte is still found, where the
+/// standard library finds it: in a later string, in a character cut short, and
+/// outside any string (where the grammar fails too, and UTF-8 is reported first).
+#[test]
+fn a_bad_byte_after_a_good_character_is_found_where_the_standard_library_finds_it() {
+    let texts: [&[u8]; 4] = [
+        b"[\"\xc3\xa9 then plain text past sixteen bytes\",\"plain text again, then \xff\"]",
+        b"{\"\xc3\xa9\":\"\xe2\x82\xac then a euro sign cut short: \xe2\x82\"}",
+        b"{\"a\":\"\xc3\xa9\"} \xff",
+        b"[\xff]",
+    ];
+    for text in texts {
+        let expected = std::str::from_utf8(text).unwrap_err().valid_up_to();
+        let error = Tape::parse(Bytes::copy_from_slice(text)).unwrap_err();
+        assert_eq!(
+            (error.message, error.at),
+            ("invalid UTF-8", expected),
+            "{text:?}"
+        );
+    }
+}
+
 fn json_value() -> impl Strategy<Value = serde_json::Value> {
     let leaf = prop_oneof![
         Just(serde_json::Value::Null),
