@@ -6,6 +6,7 @@
 //! in document order: a leaf whole, a container first and completed once its end is
 //! known. Leaves and strings are read inside the loops of objects and arrays, so only
 //! a container costs a call, and a string's plain bytes are skipped sixteen at a time.
+//! Whitespace is looked for only where the byte the grammar expects next is not there.
 //! Errors stop the parse where they are found, and the parser keeps the first one.
 
 use super::{JsonError, Kind, Node};
@@ -118,6 +119,29 @@ impl Parser<'_> {
         }
     }
 
+    /// The byte at `self.at`, past any whitespace. Whitespace is looked for only when
+    /// the byte there is not one `expected` says is next (any byte above a space will
+    /// do): answers seldom have any, so between two tokens the parser usually tests
+    /// the one byte it needs to see anyway.
+    #[inline(always)]
+    fn next_of(&mut self, expected: impl Fn(u8) -> bool) -> Option<u8> {
+        match self.bytes.get(self.at) {
+            Some(&b) if expected(b) => Some(b),
+            _ => {
+                self.skip_ws();
+                self.bytes.get(self.at).copied()
+            }
+        }
+    }
+
+    /// [`Parser::value`] for a value that whitespace comes before. Out of line: the
+    /// usual answer never needs it.
+    #[inline(never)]
+    fn value_past_ws(&mut self, depth: usize, key: KeySpan) -> Result<(), Stop> {
+        self.skip_ws();
+        self.value(depth, key)
+    }
+
     /// Parse one value at `self.at` (whitespace skipped), at nesting depth `depth`,
     /// with its key span if it is an object member. A leaf's node is pushed once,
     /// whole; a container's is pushed first and completed when its end is known.
@@ -139,6 +163,7 @@ impl Parser<'_> {
             Some(b'n') => self.literal(b"null", Kind::Null)?,
             Some(b't') => self.literal(b"true", Kind::Bool)?,
             Some(b'f') => self.literal(b"false", Kind::Bool)?,
+            Some(b' ' | b'\n' | b'\r' | b'\t') => return self.value_past_ws(depth, key),
             None => return Err(self.fail("unexpected end of input")),
             Some(_) => return Err(self.fail("expected a value")),
         };
@@ -334,19 +359,17 @@ impl Parser<'_> {
     /// The values of an array, at `depth`, from its opening bracket to its closing one.
     fn array(&mut self, depth: usize) -> Result<(), Stop> {
         self.at += 1;
-        self.skip_ws();
-        if self.bytes.get(self.at) == Some(&b']') {
+        if self.next_of(|b| b > b' ') == Some(b']') {
             self.at += 1;
             return Ok(());
         }
         loop {
-            self.skip_ws();
             if depth > MAX_DEPTH {
+                self.skip_ws();
                 return Err(self.fail("nested too deeply"));
             }
             self.value(depth, (0, 0, false))?;
-            self.skip_ws();
-            match self.bytes.get(self.at) {
+            match self.next_of(|b| b == b',' || b == b']') {
                 Some(b',') => self.at += 1,
                 Some(b']') => {
                     self.at += 1;
@@ -361,31 +384,27 @@ impl Parser<'_> {
     /// its closing one.
     fn object(&mut self, depth: usize) -> Result<(), Stop> {
         self.at += 1;
-        self.skip_ws();
-        if self.bytes.get(self.at) == Some(&b'}') {
+        if self.next_of(|b| b > b' ') == Some(b'}') {
             self.at += 1;
             return Ok(());
         }
         loop {
-            self.skip_ws();
-            if self.bytes.get(self.at) != Some(&b'"') {
+            if self.next_of(|b| b == b'"') != Some(b'"') {
                 return Err(self.fail("expected a key"));
             }
             let key_start = self.at + 1;
             let escaped = self.string()?;
             let key_end = self.at - 1;
-            self.skip_ws();
-            if self.bytes.get(self.at) != Some(&b':') {
+            if self.next_of(|b| b == b':') != Some(b':') {
                 return Err(self.fail("expected : after a key"));
             }
             self.at += 1;
-            self.skip_ws();
             if depth > MAX_DEPTH {
+                self.skip_ws();
                 return Err(self.fail("nested too deeply"));
             }
             self.value(depth, (key_start as u32, key_end as u32, escaped))?;
-            self.skip_ws();
-            match self.bytes.get(self.at) {
+            match self.next_of(|b| b == b',' || b == b'}') {
                 Some(b',') => self.at += 1,
                 Some(b'}') => {
                     self.at += 1;

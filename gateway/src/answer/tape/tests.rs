@@ -144,6 +144,41 @@ fn a_bad_byte_after_a_good_character_is_found_where_the_standard_library_finds_i
     }
 }
 
+/// `value` as JSON with `gap()` written before and after every token.
+fn spaced(value: &serde_json::Value, gap: &mut impl FnMut() -> &'static str, out: &mut String) {
+    out.push_str(gap());
+    match value {
+        serde_json::Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                spaced(item, gap, out);
+            }
+            out.push_str(gap());
+            out.push(']');
+        }
+        serde_json::Value::Object(members) => {
+            out.push('{');
+            for (i, (key, item)) in members.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(gap());
+                out.push_str(&serde_json::to_string(key).unwrap());
+                out.push_str(gap());
+                out.push(':');
+                spaced(item, gap, out);
+            }
+            out.push_str(gap());
+            out.push('}');
+        }
+        leaf => out.push_str(&leaf.to_string()),
+    }
+    out.push_str(gap());
+}
+
 fn json_value() -> impl Strategy<Value = serde_json::Value> {
     let leaf = prop_oneof![
         Just(serde_json::Value::Null),
@@ -230,6 +265,23 @@ proptest! {
         let t = Tape::parse(Bytes::from(text.clone())).unwrap();
         // serde_json reads the same text (its float parsing is not exact, so the
         // comparison is with its reading, not with `value`).
+        let expected: serde_json::Value = serde_json::from_str(&text).unwrap();
+        prop_assert_eq!(to_json(t.root()), expected);
+        prop_assert_eq!(t.root().raw(), text.trim().as_bytes());
+    }
+
+    /// Whitespace of every kind between any two tokens (where the parser looks for it
+    /// only when the byte it expects is not there): read as serde_json reads it, and
+    /// the root's raw text is the value without what surrounds it.
+    #[test]
+    fn whitespace_between_any_tokens_is_read_as_serde_json_reads_it(
+        value in json_value(),
+        gaps in prop::collection::vec(prop_oneof![Just(""), Just(" "), Just("\t"), Just("\r\n"), Just("  \n\t")], 1..9),
+    ) {
+        let mut text = String::new();
+        let mut gap = gaps.iter().cycle();
+        spaced(&value, &mut || gap.next().copied().unwrap_or(""), &mut text);
+        let t = Tape::parse(Bytes::from(text.clone())).unwrap();
         let expected: serde_json::Value = serde_json::from_str(&text).unwrap();
         prop_assert_eq!(to_json(t.root()), expected);
         prop_assert_eq!(t.root().raw(), text.trim().as_bytes());
