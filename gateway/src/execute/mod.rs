@@ -56,9 +56,9 @@ use crate::fast_map::{FastHasher, FastMap};
 use crate::plan::{EntityGroup, Fetch, FetchId, FetchKind, Plan, RootFetch, Sources, Step};
 use crate::server::request::RequestInput;
 use crate::supergraph::Supergraph;
-use crate::upstream::{FetchError, PathItem, Upstream};
+use crate::upstream::{FetchError, PathItem, Upstream, UpstreamError};
 use data::{owned_path, Data, Node, PathStep};
-use subgraph_request::{Item, SubgraphRequest};
+use subgraph_request::{InPlace, Item, SubgraphRequest};
 
 /// An error found during execution, at its place in the response.
 #[derive(Debug, Clone)]
@@ -104,7 +104,15 @@ struct Found {
 impl Found {
     /// Record `piece`'s errors (paths relative to `at`) and its staleness.
     fn note(&mut self, piece: &Piece, at: &[PathStep<'_>]) {
-        for e in piece.errors().iter() {
+        self.note_errors(piece.errors(), at);
+        if let Some(stale_for) = piece.served_stale {
+            self.stale.push((owned_path(at), stale_for));
+        }
+    }
+
+    /// Record a subgraph's `errors` (paths relative to `at`).
+    fn note_errors(&mut self, errors: &[UpstreamError], at: &[PathStep<'_>]) {
+        for e in errors {
             let mut path = owned_path(at);
             path.extend(e.path.iter().cloned());
             self.errors.push(FoundError {
@@ -113,9 +121,6 @@ impl Found {
                 extensions: e.extensions.clone(),
                 failed_fetch: false,
             });
-        }
-        if let Some(stale_for) = piece.served_stale {
-            self.stale.push((owned_path(at), stale_for));
         }
     }
 
@@ -145,6 +150,38 @@ impl Found {
                     for (target, _) in &entity.targets {
                         self.data.merge(*target, Node { tape, index });
                     }
+                }
+            }
+        }
+    }
+
+    /// An entity fetch's answer read in place: for each entity, in order, what
+    /// [`Found::entity`] records for its piece, the answer's tape kept once.
+    fn entities_in_place(
+        &mut self,
+        entities: &[Entity],
+        steps: &[PathStep<'_>],
+        answer: Result<InPlace, FetchError>,
+        by: Sources,
+    ) {
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(e) => {
+                for entity in entities {
+                    self.entity(entity, steps, Err(e.clone()), by);
+                }
+                return;
+            }
+        };
+        let mut tape = None;
+        for (entity, (value, errors)) in entities.iter().zip(&answer.entities) {
+            for (_, path) in &entity.targets {
+                self.note_errors(errors, &steps[path.clone()]);
+            }
+            if let Some(index) = *value {
+                let tape = *tape.get_or_insert_with(|| self.data.add_tape(&answer.tape, by));
+                for (target, _) in &entity.targets {
+                    self.data.merge(*target, Node { tape, index });
                 }
             }
         }
@@ -697,14 +734,20 @@ impl<'a> Run<'a> {
         let Some(cache) = cache else {
             return Some(Box::pin(async move {
                 let items = entities.iter().map(|e| e.item.clone()).collect();
-                let answers = self
-                    .request(id, representations, items)
-                    .send((0..entities.len()).collect())
-                    .await;
+                let request = self.request(id, representations, items);
+                let by = Sources::of_fetch(id);
+                if request.in_place() {
+                    let answer = request.send_in_place().await;
+                    self.found
+                        .lock()
+                        .entities_in_place(&entities, &steps, answer, by);
+                    return;
+                }
+                let answers = request.send((0..entities.len()).collect()).await;
                 // One lock for the fetch's answers, not one per entity.
                 let mut found = self.found.lock();
                 for (entity, answer) in entities.iter().zip(answers) {
-                    found.entity(entity, &steps, answer, Sources::of_fetch(id));
+                    found.entity(entity, &steps, answer, by);
                 }
             }));
         };
