@@ -607,8 +607,13 @@ impl<'a> Run<'a> {
                     );
                     most_targets = most_targets.max(targets.len());
                     entities.reserve(targets.len());
-                    // Room for a typical representation (`__typename` and a key) each.
-                    text.reserve(targets.len() * 48);
+                    // Room for a typical representation (`__typename` and a key) each,
+                    // when the last request left no measure of it: reserving past
+                    // that measure (targets share representations) made the
+                    // allocator copy the whole buffer to a larger one every time.
+                    if text.capacity() == 0 {
+                        text.reserve(targets.len() * 48);
+                    }
                     for target in targets {
                         let Some(primary) = target.view.first() else {
                             continue;

@@ -172,6 +172,7 @@ impl SubgraphRequest {
         }
         request_body(
             &fetch.query,
+            0,
             Some(&|out: &mut Vec<u8>| self.write_variables(out, true)),
         )
     }
@@ -202,7 +203,13 @@ impl SubgraphRequest {
             }
             self.write_variables(out, groups == 0);
         };
-        request_body(&self.fetch_def().query, Some(&write))
+        // The asked representations, a comma after each.
+        let room = asked
+            .iter()
+            .map(|&a| self.items[a].span.len() + 1)
+            .sum::<usize>()
+            + defs.len() * 32;
+        request_body(&self.fetch_def().query, room, Some(&write))
     }
 
     /// The piece of a root fetch: the answer's `data`, every error with it.

@@ -461,7 +461,7 @@ impl Builder<'_> {
             .map(|d| Name::new(&d.name))
             .collect();
         let body = if variables.is_empty() && representations.is_empty() {
-            crate::upstream::request_body(&query, None)
+            crate::upstream::request_body(&query, 0, None)
         } else {
             bytes::Bytes::new()
         };
