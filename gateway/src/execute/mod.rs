@@ -174,9 +174,12 @@ impl Found {
             }
         };
         let mut tape = None;
-        for (entity, (value, errors)) in entities.iter().zip(&answer.entities) {
-            for (_, path) in &entity.targets {
-                self.note_errors(errors, &steps[path.clone()]);
+        let mut errors = answer.errors.iter().peekable();
+        for (i, (entity, value)) in entities.iter().zip(&answer.values).enumerate() {
+            if let Some((_, found)) = errors.next_if(|(at, _)| *at == i) {
+                for (_, path) in &entity.targets {
+                    self.note_errors(found, &steps[path.clone()]);
+                }
             }
             if let Some(index) = *value {
                 let tape = *tape.get_or_insert_with(|| self.data.add_tape(&answer.tape, by));

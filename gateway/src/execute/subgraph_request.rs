@@ -124,13 +124,18 @@ impl SubgraphRequest {
             };
             let asked: Vec<usize> = (0..self.items.len()).collect();
             let response = self.upstream.send(self.exchange(&asked)).await?;
-            let entities = self
-                .asked_values(groups, &asked, &response)
-                .map(|(_, value, errors)| (value.map(|v| v.index()), errors))
-                .collect();
+            let mut values = Vec::with_capacity(asked.len());
+            let mut errors = Vec::new();
+            for (i, (_, value, found)) in self.asked_values(groups, &asked, &response).enumerate() {
+                values.push(value.map(|v| v.index()));
+                if !found.is_empty() {
+                    errors.push((i, found));
+                }
+            }
             Ok(InPlace {
                 tape: response.tape,
-                entities,
+                values,
+                errors,
             })
         })
     }
@@ -305,8 +310,11 @@ pub struct InPlace {
     /// The answer.
     pub tape: Arc<Tape>,
     /// Per item, in order: its value's tape index (`None` where the answer holds null
-    /// or nothing) and its errors, paths relative to it.
-    pub entities: Vec<(Option<u32>, Vec<UpstreamError>)>,
+    /// or nothing).
+    pub values: Vec<Option<u32>>,
+    /// The items that have errors, in order, each with its errors (paths relative to
+    /// it). Most answers have none: no list per item is made, nor dropped.
+    pub errors: Vec<(usize, Vec<UpstreamError>)>,
 }
 
 /// The errors `belongs` accepts, with the path it returns (relative to the piece).
