@@ -1,16 +1,22 @@
-//! Entity fetches that walk alike (`gateway::plan::WalksAlike`), through real HTTP
+//! Entity fetches that share walks (`gateway::plan::WalksAlike`), through real HTTP
 //! over the commerce graph's four subgraphs: where products and reviews are asked for
 //! the same objects in one parallel step, the second fetch takes the first one's walk
 //! (its objects, their places and their representations), and the answer is what
 //! each object's own query answers; with a cache whose hits add to the data first,
-//! the second fetch walks on its own, and the answer is the same again.
+//! the second fetch walks on its own, and the answer is the same again. Where
+//! accounts is asked for the authors of the wishlists' reviews in the step that asks
+//! inventory for the wishlists' products, it walks on from inventory's objects: the
+//! answer is again each object's own, and a failure of that fetch is reported at the
+//! place of every author it was for.
 
 mod common;
 
+use commerce_graph::Subgraph as Part;
 use common::cache;
 use common::commerce::{spent, Shop};
 use gateway::plan::{FetchKind, Planner};
 use serde_json::{json, Value};
+use subgraph_host::faults::{Fate, FaultPlan, Faults};
 
 /// Wishlists' products, asked of products (name, price, and weight for the estimate)
 /// and of reviews (their reviews) at the same path, both by `{__typename upc}`; then
@@ -91,4 +97,103 @@ async fn after_cache_hits_add_to_the_data_the_fetch_walks_on_its_own_and_answers
     assert_eq!(spent(before, shop.requests().await), [0, 0, 1, 1]);
     let compared = each_as_alone(&shop, &data).await;
     assert!(compared >= 12, "wishlists compared: {compared}");
+}
+
+/// How many segments of the path of CHAIN's fetch of the wishlists' reviews' authors
+/// lead to the objects it walks on from, those of inventory's fetch.
+fn walks_on(planner: &Planner) -> usize {
+    let plan = planner.compile_text(CHAIN, &Default::default()).unwrap();
+    let authors = (0..plan.fetches.len() as u32)
+        .find(|&id| match &plan.fetches[id as usize].kind {
+            FetchKind::Entities(groups) => groups[0].paths[0].len() == 10,
+            FetchKind::Root(_) => false,
+        })
+        .expect("a fetch at the wishlists' reviews' authors");
+    let (from, len) = plan.walks_alike.on(authors).expect("it walks on");
+    assert!(plan.walks_alike.keeps(from));
+    let text = plan.fetches[from as usize].query.to_string();
+    assert!(text.contains("shippingEstimate"), "inventory's: {text}");
+    len
+}
+
+#[tokio::test]
+async fn a_fetch_whose_path_goes_on_from_another_walks_on_from_its_objects_and_answers_alike() {
+    let planner = Planner::from_sdl(&common::commerce::supergraph(), false).unwrap();
+    assert_eq!(walks_on(&planner), 7);
+
+    let shop = Shop::start(|_| {}).await;
+    let data = shop.data(CHAIN, json!({})).await;
+    // Every author's name, as their own query answers it.
+    let compared = each_as_alone(&shop, &data).await;
+    assert!(compared >= 12, "wishlists compared: {compared}");
+}
+
+/// The places of the wishlists' reviews' authors in a CHAIN answer (where a failed
+/// fetch for them is reported: at the object it was for).
+fn authors_of_wishlists(data: &Value) -> Vec<Value> {
+    let mut places = Vec::new();
+    for (p, product) in data["topProducts"].as_array().unwrap().iter().enumerate() {
+        for (r, review) in product["reviews"].as_array().unwrap().iter().enumerate() {
+            let wishlist = review["author"]["wishlist"].as_array().unwrap();
+            for (w, item) in wishlist.iter().enumerate() {
+                for (i, _) in item["reviews"].as_array().unwrap().iter().enumerate() {
+                    places.push(json!([
+                        "topProducts",
+                        p,
+                        "reviews",
+                        r,
+                        "author",
+                        "wishlist",
+                        w,
+                        "reviews",
+                        i,
+                        "author"
+                    ]));
+                }
+            }
+        }
+    }
+    places
+}
+
+#[tokio::test]
+async fn a_failed_fetch_that_walked_on_is_reported_at_each_place_it_was_for() {
+    // Accounts answers its first request (the top reviews' authors, with their
+    // wishlists) and fails its second (the wishlists' reviews' authors): a seed of
+    // its injected errors that does so, found here rather than assumed.
+    let fails_second = |seed| {
+        let faults = Faults::new(FaultPlan {
+            error_rate: 0.5,
+            seed,
+            ..FaultPlan::default()
+        });
+        let fate = |k| faults.fate(k, std::time::Duration::ZERO);
+        matches!(fate(0), Fate::Answer(_)) && matches!(fate(1), Fate::Error(_))
+    };
+    let seed = (1..1000).find(|&s| fails_second(s)).expect("such a seed");
+    let faults = |part| match part {
+        Part::Accounts => FaultPlan {
+            error_rate: 0.5,
+            seed,
+            ..FaultPlan::default()
+        },
+        _ => FaultPlan::default(),
+    };
+    // The places, from an answer without faults (the same data set).
+    let places = authors_of_wishlists(&Shop::start(|_| {}).await.data(CHAIN, json!({})).await);
+    assert!(places.len() >= 12, "authors: {}", places.len());
+
+    let shop = Shop::start_faulty(faults, |_| {}).await;
+    let answer = shop.answer(CHAIN, json!({}), &[]).await;
+    assert_eq!(spent([0; 4], shop.requests().await)[3], 2, "{answer}");
+    let mut reported: Vec<Value> = answer["errors"]
+        .as_array()
+        .unwrap_or_else(|| panic!("errors in {answer}"))
+        .iter()
+        .map(|e| e["path"].clone())
+        .collect();
+    reported.sort_by_key(|p| p.to_string());
+    let mut expected = places;
+    expected.sort_by_key(|p| p.to_string());
+    assert_eq!(reported, expected, "{answer}");
 }

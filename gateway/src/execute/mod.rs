@@ -12,7 +12,9 @@
 //!   answers that stand there, and asks for each distinct one once; each answer is
 //!   merged into the objects it was asked for ([`data`]). A fetch that walks like an
 //!   earlier one (the same paths and representations: [`crate::plan::WalksAlike`])
-//!   takes that fetch's walk instead, when nothing was added to the data since.
+//!   takes that fetch's walk instead, and a fetch whose path goes on from an
+//!   earlier one's walks on from the objects that fetch found, when nothing was
+//!   added to the data since.
 //!
 //! With a cache ([`crate::caching`]) every root field and every entity is looked up
 //! under its own key first: an entity's key holds its representation, so the
@@ -57,7 +59,7 @@ use crate::plan::{EntityGroup, Fetch, FetchId, FetchKind, Plan, RootFetch, Sourc
 use crate::server::request::RequestInput;
 use crate::supergraph::Supergraph;
 use crate::upstream::{FetchError, PathItem, Upstream, UpstreamError};
-use data::{owned_path, Data, Node, PathStep};
+use data::{owned_path, Data, Node, PathStep, Target};
 use subgraph_request::{InPlace, Item, SubgraphRequest};
 
 /// An error found during execution, at its place in the response.
@@ -214,6 +216,18 @@ struct Run<'a> {
     /// The walks of the fetches that a later fetch walks alike
     /// ([`crate::plan::WalksAlike`]), by fetch.
     walks: Mutex<Vec<(FetchId, Lent<'a>)>>,
+    /// The objects found by the fetches that a later fetch walks on from, by fetch.
+    kept: Mutex<Vec<(FetchId, Kept<'a>)>>,
+}
+
+/// The objects an entity fetch's walk found at its one path, kept for a later fetch
+/// whose path goes on from there ([`crate::plan::WalksAlike::on`]).
+struct Kept<'a> {
+    targets: SmallVec<[Target; 1]>,
+    /// Their places ([`Target::path`] is a span of these).
+    steps: Arc<Vec<PathStep<'a>>>,
+    /// The data's count of changes they were found at ([`Data::changes`]).
+    changes: u64,
 }
 
 /// What an entity fetch's walk found: its distinct representations with the objects
@@ -309,6 +323,7 @@ impl Executor {
                 ..Found::default()
             }),
             walks: Mutex::new(Vec::new()),
+            kept: Mutex::new(Vec::new()),
         };
         // Everything the cache answers at once runs here, before any future exists;
         // only what must wait becomes one.
@@ -583,16 +598,29 @@ impl<'a> Run<'a> {
     /// fetch of hundreds of entities allocates for neither per entity. Both start
     /// with the room the fetch's last request used ([`crate::plan::FetchRoom`]), and
     /// so does each path's list of targets.
-    fn walk(&self, fetch: &'a Fetch, groups: &'a [EntityGroup]) -> Walk<'a> {
+    ///
+    /// A fetch whose one path goes on from an earlier fetch's walks on from the
+    /// objects that fetch found, when nothing was added to the data since
+    /// ([`crate::plan::WalksAlike::on`]); a fetch that a later one walks on from keeps
+    /// its objects for it.
+    fn walk(&self, id: FetchId, fetch: &'a Fetch, groups: &'a [EntityGroup]) -> Walk<'a> {
         let supergraph = &*self.executor.supergraph;
         let mut entities: Vec<Entity> = Vec::with_capacity(4);
         let mut steps: Vec<PathStep<'a>> = Vec::with_capacity(fetch.room.steps.get());
         let mut text: Vec<u8> = Vec::with_capacity(fetch.room.text.get());
         let mut most_targets = 0;
         let changes;
+        let mut keep = None;
         {
             let found = self.found.lock();
             changes = found.data.changes();
+            let kept = self.kept.lock();
+            let on = self.plan.walks_alike.on(id).and_then(|(from, len)| {
+                let (_, kept) = kept
+                    .iter()
+                    .find(|(fetch, k)| *fetch == from && k.changes == changes)?;
+                Some((kept, len))
+            });
             // Distinct representations per group, by a digest of their text: most
             // fetches have one object, so the index is built only once a second
             // one comes. A digest names a candidate, compared in full.
@@ -601,13 +629,25 @@ impl<'a> Run<'a> {
             for (g, group) in groups.iter().enumerate() {
                 let g = g as u32;
                 for path in &group.paths {
-                    let targets = found.data.targets(
-                        path,
-                        &self.plan.root_sources,
-                        supergraph,
-                        &mut steps,
-                        fetch.room.targets.get(),
-                    );
+                    let room = fetch.room.targets.get();
+                    let targets = match on {
+                        // The fetch's one path: from the earlier fetch's objects.
+                        Some((kept, len)) => found.data.targets_from(
+                            &kept.targets,
+                            &kept.steps,
+                            &path[len..],
+                            supergraph,
+                            &mut steps,
+                            room,
+                        ),
+                        None => found.data.targets(
+                            path,
+                            &self.plan.root_sources,
+                            supergraph,
+                            &mut steps,
+                            room,
+                        ),
+                    };
                     most_targets = most_targets.max(targets.len());
                     entities.reserve(targets.len());
                     // Room for a typical representation (`__typename` and a key) each,
@@ -617,7 +657,7 @@ impl<'a> Run<'a> {
                     if text.capacity() == 0 {
                         text.reserve(targets.len() * 48);
                     }
-                    for target in targets {
+                    for target in &targets {
                         let Some(primary) = target.view.first() else {
                             continue;
                         };
@@ -691,7 +731,11 @@ impl<'a> Run<'a> {
                                 entities.len() - 1
                             }
                         };
-                        entities[at].targets.push((primary, target.path));
+                        entities[at].targets.push((primary, target.path.clone()));
+                    }
+                    // The fetch's one path (no other fetch is walked on from).
+                    if self.plan.walks_alike.keeps(id) {
+                        keep = Some(targets);
                     }
                 }
             }
@@ -699,9 +743,22 @@ impl<'a> Run<'a> {
         fetch.room.steps.note(steps.len());
         fetch.room.text.note(text.len());
         fetch.room.targets.note(most_targets);
+        let steps = match keep {
+            Some(targets) => {
+                let steps = Arc::new(steps);
+                let kept = Kept {
+                    targets,
+                    steps: steps.clone(),
+                    changes,
+                };
+                self.kept.lock().push((id, kept));
+                Held::Shared(steps)
+            }
+            None => Held::Own(steps),
+        };
         Walk {
             entities: Held::Own(entities),
-            steps: Held::Own(steps),
+            steps,
             representations: Bytes::from(text),
             changes,
         }
@@ -725,7 +782,7 @@ impl<'a> Run<'a> {
         } = match self.alike_walk(id) {
             Some(walk) => walk,
             None => {
-                let walk = self.walk(fetch, groups);
+                let walk = self.walk(id, fetch, groups);
                 if self.plan.walks_alike.lends(id) {
                     let (walk, lent) = walk.lend();
                     self.walks.lock().push((id, lent));

@@ -1,5 +1,6 @@
-//! Entity fetches that walk alike: two fetches of one plan whose groups reach the
-//! same objects and write the same representations of them.
+//! Entity fetches that share walks: two fetches of one plan whose groups reach the
+//! same objects and write the same representations of them, and a fetch whose one
+//! path goes on from an earlier fetch's.
 //!
 //! A planner often sends two subgraphs to the same objects at once: on the commerce
 //! graph's deep query, the wishlists' products go to `products` for their names and
@@ -12,7 +13,18 @@
 //! (and in the types their cache namespaces are for, in order) may take that fetch's
 //! walk, as long as no answer came in between ([`crate::execute`] checks that).
 //!
-//! The match is made once per plan, here. Paths match by their response keys, the
+//! A fetch whose path only begins like an earlier fetch's walks on from it: in the
+//! same query's last step, inventory is asked for the wishlists' products and accounts
+//! for the authors of those products' reviews (`…wishlist.@.reviews.@.author`). The
+//! second walk would go again through every product, review and author above the
+//! wishlists, building the same merged views; it may instead start from the objects
+//! the first fetch found, and walk only the rest of its path, under the same
+//! condition (no answer in between). Only fetches of one group with one path walk on
+//! or are walked on from; of the earlier fetches whose path begins the fetch's, the
+//! one with the longest path is taken (the latest of those, which is likeliest to
+//! have walked since the last answer came).
+//!
+//! The matches are made once per plan, here. Paths match by their response keys, the
 //! fetches that may hold each ([`super::Sources`]) and their type conditions (not by
 //! the walks' hints, which only say where a key was found last). Representation
 //! fields match by their text, aliases and arguments included.
@@ -20,11 +32,15 @@
 use super::{EntityGroup, Fetch, FetchId, FetchKind, PathSegment};
 
 /// Per fetch of a plan: the earlier entity fetch it walks alike, if any, and whether
-/// a later fetch walks like it.
+/// a later fetch walks like it; the earlier fetch it walks on from, if any, and
+/// whether a later fetch walks on from it.
 #[derive(Debug, Default)]
 pub struct WalksAlike {
     like: Vec<Option<FetchId>>,
     lends: Vec<bool>,
+    /// The earlier fetch, and how many segments of this fetch's path its path is.
+    on: Vec<Option<(FetchId, usize)>>,
+    keeps: Vec<bool>,
 }
 
 impl WalksAlike {
@@ -48,7 +64,41 @@ impl WalksAlike {
                 lends[a] = true;
             }
         }
-        WalksAlike { like, lends }
+        let mut on = vec![None; fetches.len()];
+        let mut keeps = vec![false; fetches.len()];
+        for (b, fetch) in fetches.iter().enumerate() {
+            let Some(path) = one_path(fetch) else {
+                continue;
+            };
+            // The longest earlier path that begins this one; the latest of equals.
+            let mut best: Option<(usize, usize)> = None;
+            for (a, other) in fetches[..b].iter().enumerate() {
+                // A fetch alike to an earlier one takes that one's walk: the earlier
+                // one's objects are the ones to keep.
+                if like[a].is_some() {
+                    continue;
+                }
+                let Some(begins) = one_path(other) else {
+                    continue;
+                };
+                if begins.len() <= path.len()
+                    && path_alike(begins, &path[..begins.len()])
+                    && best.is_none_or(|(_, len)| begins.len() >= len)
+                {
+                    best = Some((a, begins.len()));
+                }
+            }
+            if let Some((a, len)) = best {
+                on[b] = Some((a as FetchId, len));
+                keeps[a] = true;
+            }
+        }
+        WalksAlike {
+            like,
+            lends,
+            on,
+            keeps,
+        }
     }
 
     /// The earlier fetch whose walk fetch `id` may take.
@@ -61,8 +111,37 @@ impl WalksAlike {
         self.lends.get(id as usize).copied().unwrap_or(false)
     }
 
+    /// The earlier fetch whose objects fetch `id` may walk on from, and how many
+    /// segments of `id`'s path lead to them.
+    pub fn on(&self, id: FetchId) -> Option<(FetchId, usize)> {
+        self.on.get(id as usize).copied().flatten()
+    }
+
+    /// Whether a later fetch may walk on from fetch `id`'s objects (so they are worth
+    /// keeping).
+    pub fn keeps(&self, id: FetchId) -> bool {
+        self.keeps.get(id as usize).copied().unwrap_or(false)
+    }
+
     pub(super) fn heap_size(&self) -> usize {
-        self.like.len() * std::mem::size_of::<Option<FetchId>>() + self.lends.len()
+        self.like.len() * std::mem::size_of::<Option<FetchId>>()
+            + self.lends.len()
+            + self.on.len() * std::mem::size_of::<Option<(FetchId, usize)>>()
+            + self.keeps.len()
+    }
+}
+
+/// The one path of an entity fetch of one group with one path.
+fn one_path(fetch: &Fetch) -> Option<&[PathSegment]> {
+    match &fetch.kind {
+        FetchKind::Entities(groups) => match groups.as_slice() {
+            [group] => match group.paths.as_slice() {
+                [path] => Some(path),
+                _ => None,
+            },
+            _ => None,
+        },
+        FetchKind::Root(_) => None,
     }
 }
 
@@ -196,5 +275,70 @@ mod tests {
         // Out of range: neither.
         assert_eq!(alike.like(99), None);
         assert!(!alike.lends(99));
+    }
+
+    #[test]
+    fn a_fetch_walks_on_from_the_latest_longest_path_that_begins_its_own() {
+        let at = |keys: &[&str]| {
+            let mut path = Vec::new();
+            for k in keys {
+                path.push(key(k, Sources::ALL));
+                path.push(PathSegment::List);
+            }
+            path
+        };
+        let upc = || vec![field("__typename", None), field("upc", None)];
+        let mut two_paths = products(at(&["a"]), upc(), "two");
+        if let FetchKind::Entities(groups) = &mut two_paths.kind {
+            groups[0].paths.push(at(&["b"]));
+        }
+        let fetches = vec![
+            products(at(&["a"]), upc(), "0"),
+            products(at(&["a", "b"]), upc(), "1"),
+            // Alike to 1: walks on from nothing of its own, 1 is kept instead.
+            products(at(&["a", "b"]), upc(), "2"),
+            products(at(&["a", "b"]), vec![field("__typename", None)], "3"),
+            // Begins like 1 and 3 (the latest of the longest: 3), and like 0.
+            products(at(&["a", "b", "c"]), upc(), "4"),
+            // Two paths: neither walks on nor is walked on from.
+            two_paths,
+            products(at(&["a", "b", "c", "d"]), upc(), "6"),
+            // Nothing earlier begins it: `x` is a key no other path has.
+            products(at(&["x", "b"]), upc(), "7"),
+            // Equal to 0's path, with other types: another walk.
+            products(
+                vec![
+                    key("a", Sources::ALL),
+                    PathSegment::List,
+                    PathSegment::Types(vec!["Product".into()]),
+                ],
+                upc(),
+                "8",
+            ),
+        ];
+        let alike = WalksAlike::of(&fetches);
+        let on: Vec<Option<(FetchId, usize)>> = (0..fetches.len() as FetchId)
+            .map(|id| alike.on(id))
+            .collect();
+        assert_eq!(
+            on,
+            [
+                None,
+                Some((0, 2)),
+                Some((1, 4)),
+                Some((1, 4)),
+                Some((3, 4)),
+                None,
+                Some((4, 6)),
+                None,
+                Some((0, 2)),
+            ]
+        );
+        let keeps: Vec<usize> = (0..fetches.len())
+            .filter(|&id| alike.keeps(id as FetchId))
+            .collect();
+        assert_eq!(keeps, [0, 1, 3, 4]);
+        assert_eq!(alike.on(99), None);
+        assert!(!alike.keeps(99));
     }
 }

@@ -17,7 +17,9 @@
 //!   (null, lists), so that the response writer ([`crate::response`]) needs no
 //!   schema lookups (`shape`);
 //! - **walks alike** ([`WalksAlike`]): the entity fetches that reach the same objects
-//!   with the same representations, so that execution walks to them once (`alike`).
+//!   with the same representations, so that execution walks to them once, and those
+//!   whose path goes on from an earlier fetch's, so that execution walks on from
+//!   that fetch's objects (`alike`).
 //!
 //! The shape depends on the values of the variables the document's
 //! `@skip`/`@include` read, so a plan is kept per operation and per combination of
@@ -75,7 +77,8 @@ pub struct Plan {
     pub fetches: Vec<Fetch>,
     /// Which root fetch answers each root field, where one alone does.
     pub root_sources: RootSources,
-    /// The entity fetches that may take an earlier fetch's walk ([`WalksAlike`]).
+    /// The entity fetches that may take an earlier fetch's walk, or walk on from its
+    /// objects ([`WalksAlike`]).
     pub walks_alike: WalksAlike,
     /// The root fields async-graphql answers (`__schema`, `__type`), as a document of
     /// their own.

@@ -47,13 +47,22 @@ impl Shop {
     /// Every subgraph holding each answer `delay` (their `--delay-ms`), so that
     /// concurrent client requests overlap upstream.
     pub async fn start_delayed(delay: Duration, tweak: impl FnOnce(&mut GatewayConfig)) -> Shop {
+        let faults = |_| FaultPlan {
+            delay: Delay::Fixed(delay),
+            ..FaultPlan::default()
+        };
+        Shop::start_faulty(faults, tweak).await
+    }
+
+    /// Each subgraph injecting what `faults` gives for it.
+    pub async fn start_faulty(
+        faults: impl Fn(Part) -> FaultPlan,
+        tweak: impl FnOnce(&mut GatewayConfig),
+    ) -> Shop {
         let mut parts = Vec::new();
         for part in Part::ALL {
             let options = subgraph_host::Options {
-                faults: FaultPlan {
-                    delay: Delay::Fixed(delay),
-                    ..FaultPlan::default()
-                },
+                faults: faults(part),
                 ..subgraph_host::Options::default()
             };
             let router =

@@ -551,6 +551,36 @@ impl Data {
         out
     }
 
+    /// The objects at `rest` below each of `starts` (objects an earlier walk found,
+    /// their places spans of `start_steps`), as [`Data::targets`] gives them: what a
+    /// walk from the root finds at a path that goes on from the earlier one's, as
+    /// long as nothing was added to the data since the earlier walk.
+    pub fn targets_from<'p>(
+        &self,
+        starts: &[Target],
+        start_steps: &[PathStep<'p>],
+        rest: &'p [PathSegment],
+        supergraph: &Supergraph,
+        steps: &mut Vec<PathStep<'p>>,
+        room: usize,
+    ) -> SmallVec<[Target; 1]> {
+        let mut out = SmallVec::with_capacity(room);
+        let mut at = SmallVec::<[PathStep<'p>; 8]>::new();
+        for start in starts {
+            at.clear();
+            at.extend_from_slice(&start_steps[start.path.clone()]);
+            self.walk_object(
+                start.view.clone(),
+                rest,
+                &mut at,
+                supergraph,
+                steps,
+                &mut out,
+            );
+        }
+        out
+    }
+
     fn walk<'p>(
         &self,
         values: &Nodes,
@@ -578,39 +608,58 @@ impl Data {
             }
             Kind::Object => {
                 let view = self.view_of(values);
-                match path.first() {
-                    None => {
-                        let start = steps.len();
-                        steps.extend_from_slice(at);
-                        out.push(Target {
-                            view,
-                            path: start..steps.len(),
-                        });
-                    }
-                    Some(PathSegment::Field(key, sources, hint)) => {
-                        // An object or a list: merged from every answer that holds
-                        // it, so a hint holds only where no other answer may.
-                        let sources = (*sources, self.first_answered_by(&view));
-                        let sole = !view.is_single();
-                        let (child, _) =
-                            self.member_by_hint(&view, key, sources, sole, hint, &mut None);
-                        at.push(PathStep::Key(key));
-                        self.walk(&child, &path[1..], at, supergraph, steps, out);
-                        at.pop();
-                    }
-                    Some(PathSegment::Types(types)) => {
-                        let matches = match self.typename(&view, supergraph) {
-                            Some(ty) => types.iter().any(|t| supergraph.satisfies(&ty, t)),
-                            None => true,
-                        };
-                        if matches {
-                            self.walk(values, &path[1..], at, supergraph, steps, out);
-                        }
-                    }
-                    Some(PathSegment::List) => {}
-                }
+                self.walk_object(view, path, at, supergraph, steps, out);
             }
             _ => {}
+        }
+    }
+
+    /// [`Data::walk`] from an object's `view`: its type conditions read in a loop,
+    /// so that it calls only [`Data::walk`] and is inlined into it.
+    #[inline(always)]
+    fn walk_object<'p>(
+        &self,
+        view: Nodes,
+        mut path: &'p [PathSegment],
+        at: &mut SmallVec<[PathStep<'p>; 8]>,
+        supergraph: &Supergraph,
+        steps: &mut Vec<PathStep<'p>>,
+        out: &mut SmallVec<[Target; 1]>,
+    ) {
+        loop {
+            match path.first() {
+                None => {
+                    let start = steps.len();
+                    steps.extend_from_slice(at);
+                    out.push(Target {
+                        view,
+                        path: start..steps.len(),
+                    });
+                }
+                Some(PathSegment::Field(key, sources, hint)) => {
+                    // An object or a list: merged from every answer that holds
+                    // it, so a hint holds only where no other answer may.
+                    let sources = (*sources, self.first_answered_by(&view));
+                    let sole = !view.is_single();
+                    let (child, _) =
+                        self.member_by_hint(&view, key, sources, sole, hint, &mut None);
+                    at.push(PathStep::Key(key));
+                    self.walk(&child, &path[1..], at, supergraph, steps, out);
+                    at.pop();
+                }
+                Some(PathSegment::Types(types)) => {
+                    let matches = match self.typename(&view, supergraph) {
+                        Some(ty) => types.iter().any(|t| supergraph.satisfies(&ty, t)),
+                        None => true,
+                    };
+                    if matches {
+                        path = &path[1..];
+                        continue;
+                    }
+                }
+                Some(PathSegment::List) => {}
+            }
+            return;
         }
     }
 }
