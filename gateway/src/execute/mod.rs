@@ -614,8 +614,10 @@ impl<'a> Run<'a> {
         {
             let found = self.found.lock();
             changes = found.data.changes();
-            let kept = self.kept.lock();
-            let on = self.plan.walks_alike.on(id).and_then(|(from, len)| {
+            // Locked only by a fetch that may walk on (most walk from the root).
+            let on = self.plan.walks_alike.on(id);
+            let kept = on.map(|_| self.kept.lock());
+            let on = on.zip(kept.as_deref()).and_then(|((from, len), kept)| {
                 let (_, kept) = kept
                     .iter()
                     .find(|(fetch, k)| *fetch == from && k.changes == changes)?;
