@@ -635,8 +635,7 @@ impl<'a> Run<'a> {
                     let targets = match on {
                         // The fetch's one path: from the earlier fetch's objects.
                         Some((kept, len)) => found.data.targets_from(
-                            &kept.targets,
-                            &kept.steps,
+                            (&kept.targets, &kept.steps),
                             &path[len..],
                             supergraph,
                             &mut steps,

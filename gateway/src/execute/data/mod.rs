@@ -25,20 +25,21 @@
 //! and never a key a subgraph was not asked for.
 
 use std::borrow::Cow;
-use std::ops::Range;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
 
 use crate::answer::tape::{Children, Kind, Tape, Value};
-use crate::plan::{FetchId, MemberHint, PathSegment, RootSources, Sources};
+use crate::plan::{FetchId, MemberHint, RootSources, Sources};
 use crate::supergraph::Supergraph;
 use crate::upstream::PathItem;
 
 mod nodes;
 mod representation;
+mod walk;
 
 pub use nodes::{Node, Nodes, NodesIter};
+pub use walk::Target;
 
 /// Index of a tape in [`Data`].
 pub type TapeId = u32;
@@ -100,14 +101,6 @@ pub fn owned_path(path: &[PathStep<'_>]) -> Vec<PathItem> {
             PathStep::Index(i) => PathItem::Index(*i),
         })
         .collect()
-}
-
-/// An object to fetch entities for: its view, and its place in the response (a
-/// span of the steps [`Data::targets`] wrote, so that a place costs no allocation of
-/// its own: it is read only to report an error there).
-pub struct Target {
-    pub view: Nodes,
-    pub path: Range<usize>,
 }
 
 /// Everything one request's fetches found.
@@ -526,140 +519,5 @@ impl Data {
         names()
             .find(|n| supergraph.fields_of(n).is_some() && !supergraph.is_abstract(n))
             .or(Some(first))
-    }
-
-    /// The objects at `path`, each with its view and its place in the response, as
-    /// a span of `steps`, where the places are appended (`sources` says which root
-    /// answer holds a root field); `room` is how many to make room for at once.
-    pub fn targets<'p>(
-        &self,
-        path: &'p [PathSegment],
-        sources: &RootSources,
-        supergraph: &Supergraph,
-        steps: &mut Vec<PathStep<'p>>,
-        room: usize,
-    ) -> SmallVec<[Target; 1]> {
-        let mut out = SmallVec::with_capacity(room);
-        // A place's steps: a key per segment, and an index per list on the way (held
-        // inline for the usual depths; each target's are copied to `steps`).
-        let mut at = SmallVec::<[PathStep<'p>; 8]>::new();
-        let root = match path.first() {
-            Some(PathSegment::Field(key, ..)) => self.root_answers(sources, key),
-            _ => self.root_view(),
-        };
-        self.walk(&root, path, &mut at, supergraph, steps, &mut out);
-        out
-    }
-
-    /// The objects at `rest` below each of `starts` (objects an earlier walk found,
-    /// their places spans of `start_steps`), as [`Data::targets`] gives them: what a
-    /// walk from the root finds at a path that goes on from the earlier one's, as
-    /// long as nothing was added to the data since the earlier walk.
-    pub fn targets_from<'p>(
-        &self,
-        starts: &[Target],
-        start_steps: &[PathStep<'p>],
-        rest: &'p [PathSegment],
-        supergraph: &Supergraph,
-        steps: &mut Vec<PathStep<'p>>,
-        room: usize,
-    ) -> SmallVec<[Target; 1]> {
-        let mut out = SmallVec::with_capacity(room);
-        let mut at = SmallVec::<[PathStep<'p>; 8]>::new();
-        for start in starts {
-            at.clear();
-            at.extend_from_slice(&start_steps[start.path.clone()]);
-            self.walk_object(
-                start.view.clone(),
-                rest,
-                &mut at,
-                supergraph,
-                steps,
-                &mut out,
-            );
-        }
-        out
-    }
-
-    fn walk<'p>(
-        &self,
-        values: &Nodes,
-        path: &'p [PathSegment],
-        at: &mut SmallVec<[PathStep<'p>; 8]>,
-        supergraph: &Supergraph,
-        steps: &mut Vec<PathStep<'p>>,
-        out: &mut SmallVec<[Target; 1]>,
-    ) {
-        let Some(first) = values.first() else {
-            return;
-        };
-        match self.value(first).kind() {
-            Kind::Array => {
-                // A list: each item (a `@` step, or a step that goes through it).
-                let rest = match path.first() {
-                    Some(PathSegment::List) => &path[1..],
-                    _ => path,
-                };
-                for (i, item) in self.elements(values).enumerate() {
-                    at.push(PathStep::Index(i));
-                    self.walk(&item, rest, at, supergraph, steps, out);
-                    at.pop();
-                }
-            }
-            Kind::Object => {
-                let view = self.view_of(values);
-                self.walk_object(view, path, at, supergraph, steps, out);
-            }
-            _ => {}
-        }
-    }
-
-    /// [`Data::walk`] from an object's `view`: its type conditions read in a loop,
-    /// so that it calls only [`Data::walk`] and is inlined into it.
-    #[inline(always)]
-    fn walk_object<'p>(
-        &self,
-        view: Nodes,
-        mut path: &'p [PathSegment],
-        at: &mut SmallVec<[PathStep<'p>; 8]>,
-        supergraph: &Supergraph,
-        steps: &mut Vec<PathStep<'p>>,
-        out: &mut SmallVec<[Target; 1]>,
-    ) {
-        loop {
-            match path.first() {
-                None => {
-                    let start = steps.len();
-                    steps.extend_from_slice(at);
-                    out.push(Target {
-                        view,
-                        path: start..steps.len(),
-                    });
-                }
-                Some(PathSegment::Field(key, sources, hint)) => {
-                    // An object or a list: merged from every answer that holds
-                    // it, so a hint holds only where no other answer may.
-                    let sources = (*sources, self.first_answered_by(&view));
-                    let sole = !view.is_single();
-                    let (child, _) =
-                        self.member_by_hint(&view, key, sources, sole, hint, &mut None);
-                    at.push(PathStep::Key(key));
-                    self.walk(&child, &path[1..], at, supergraph, steps, out);
-                    at.pop();
-                }
-                Some(PathSegment::Types(types)) => {
-                    let matches = match self.typename(&view, supergraph) {
-                        Some(ty) => types.iter().any(|t| supergraph.satisfies(&ty, t)),
-                        None => true,
-                    };
-                    if matches {
-                        path = &path[1..];
-                        continue;
-                    }
-                }
-                Some(PathSegment::List) => {}
-            }
-            return;
-        }
     }
 }
