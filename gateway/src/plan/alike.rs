@@ -81,8 +81,14 @@ impl WalksAlike {
                 let Some(begins) = one_path(other) else {
                     continue;
                 };
+                // What is left of the path starts from an object: not with `@`,
+                // which a walk from the root takes at a list the earlier walk
+                // already went through (a path may go through a list without it).
+                let rest_starts_at_an_object =
+                    !matches!(path.get(begins.len()), Some(PathSegment::List));
                 if begins.len() <= path.len()
                     && path_alike(begins, &path[..begins.len()])
+                    && rest_starts_at_an_object
                     && best.is_none_or(|(_, len)| begins.len() >= len)
                 {
                     best = Some((a, begins.len()));
@@ -315,6 +321,24 @@ mod tests {
                 upc(),
                 "8",
             ),
+            // Through the list `y` without `@`: its objects are the list's items.
+            products(vec![key("y", Sources::ALL)], upc(), "9"),
+            // Its rest would start with `@` at those items: not from 9.
+            products(
+                vec![
+                    key("y", Sources::ALL),
+                    PathSegment::List,
+                    key("z", Sources::ALL),
+                ],
+                upc(),
+                "10",
+            ),
+            // Its rest starts at 9's items: from 9.
+            products(
+                vec![key("y", Sources::ALL), key("z", Sources::ALL)],
+                upc(),
+                "11",
+            ),
         ];
         let alike = WalksAlike::of(&fetches);
         let on: Vec<Option<(FetchId, usize)>> = (0..fetches.len() as FetchId)
@@ -332,12 +356,15 @@ mod tests {
                 Some((4, 6)),
                 None,
                 Some((0, 2)),
+                None,
+                None,
+                Some((9, 1)),
             ]
         );
         let keeps: Vec<usize> = (0..fetches.len())
             .filter(|&id| alike.keeps(id as FetchId))
             .collect();
-        assert_eq!(keeps, [0, 1, 3, 4]);
+        assert_eq!(keeps, [0, 1, 3, 4, 9]);
         assert_eq!(alike.on(99), None);
         assert!(!alike.keeps(99));
     }
