@@ -41,7 +41,7 @@ impl Found {
     }
 
     /// Record a subgraph's `errors` (paths relative to `at`).
-    pub(super) fn note_errors(&mut self, errors: &[UpstreamError], at: &[PathStep<'_>]) {
+    fn note_errors(&mut self, errors: &[UpstreamError], at: &[PathStep<'_>]) {
         for e in errors {
             let mut path = owned_path(at);
             path.extend(e.path.iter().cloned());
