@@ -11,11 +11,11 @@
 # For each, over the measured window (a warm-up run comes first):
 #   - CPU per request and its share in the kernel (utime and stime of /proc/PID/stat);
 #   - write system calls per request (syscw of /proc/PID/io: write and writev);
-#   - a `perf record -e cpu-clock -g` profile (sampling at 2 kHz with call graphs costs each
-#     process about a tenth more CPU per request than without): the share per binary (the process's own,
-#     the kernel, libc), the functions with the most samples of their own, and the share
-#     under `sock_def_readable`: the kernel waking the receiving process at the end of a
-#     write on the loopback, which the sender pays for.
+#   - a `perf record -e cpu-clock -g` profile (sampling at 2 kHz with call graphs costs
+#     each process 8–15% more CPU per request than without, on Intel Xeon): the share
+#     per binary (the process's own, the kernel, libc), the functions with the most
+#     samples of their own, and the share under `sock_def_readable`: the kernel waking
+#     the receiving process at the end of a write on the loopback, which the sender pays.
 #   scripts/profile-deep.sh [SECONDS]                   (default 10 s per window)
 #   GATEWAY="target/pgo/release/gateway --worker-threads 1 --max-executing-requests 8" \
 #     scripts/profile-deep.sh                           (the default: the PGO build, as the
