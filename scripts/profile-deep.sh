@@ -5,7 +5,7 @@
 # Under the load of scripts/cpu-per-request.sh --deep (loadgen bench, 100 connections, one
 # thread, DeepWishlistChain), each of the two is measured in turn:
 #   - S_deep's server, `loadgen target --body` holding one real gateway answer to the deep
-#     query (98.5 KB), captured first;
+#     query (98.5 KB), captured first (while its subgraph exchanges are recorded);
 #   - the gateway without a cache, its subgraphs replayed (`loadgen target --replay`, from
 #     the exchanges of one no-cache deep query, recorded first), with GATEWAY's flags.
 # For each, over the measured window (a warm-up run comes first):
@@ -46,13 +46,9 @@ trap 'for p in "${pids[@]}"; do stop_pid "$p"; done; rm -rf "$work"' EXIT
 
 start_deep_graph "$bin" "$work"
 subgraphs=("${pids[@]}")
-gp=$(port)
-"$bin/gateway" --listen 127.0.0.1:$gp "${deep_args[@]}" >/dev/null 2>&1 & g=$!; pids+=($g)
-wait_up "http://127.0.0.1:$gp/health"
-deep_answer $gp "$work/request.json" "$work/answer.json"
-stop_pid $g
+# S's body is the deep answer as it came through the recorder, as in deep-ceilings.sh.
 mkdir "$work/exchanges"
-record_deep_exchanges "$bin" "$work/request.json" "$work/exchanges" "$work/recorded.json" "${deep_args[@]}"
+record_deep_exchanges "$bin" "$work/request.json" "$work/exchanges" "$work/answer.json" "${deep_args[@]}"
 for p in "${subgraphs[@]}"; do stop_pid "$p"; done
 replay_graph "$bin" "$work/exchanges" "${deep_args[@]}"
 echo "S's answer: $(stat -c %s "$work/answer.json") bytes; subgraphs replayed from $(ls "$work/exchanges" | grep -c answer) exchanges"
