@@ -63,9 +63,9 @@ profile() {
   local name=$1 pid=$2 url=$3 stat0 stat1 io0 io1
   load "$url" 3s
   stat0=$(awk '{print $14, $15}' "/proc/$pid/stat"); io0=$(awk '/^syscw/ {print $2}' "/proc/$pid/io")
-  perf record -e cpu-clock -F 2000 -g -p "$pid" -o "$work/$name.data" -- sleep "$secs" >/dev/null 2>&1 & local rec=$!
+  perf record -e cpu-clock -F 2000 -g -p "$pid" -o "$work/$name.data" -- sleep "$secs" >/dev/null 2>"$work/$name.perf-err" & local rec=$!
   load "$url" "${secs}s" "$work/$name.json"
-  wait $rec || true
+  wait $rec || die "perf record on $name (PID $pid) failed: $(tail -3 "$work/$name.perf-err")"
   stat1=$(awk '{print $14, $15}' "/proc/$pid/stat"); io1=$(awk '/^syscw/ {print $2}' "/proc/$pid/io")
   perf report -i "$work/$name.data" --no-children --sort dso -q -g none 2>/dev/null > "$work/$name.dso"
   perf report -i "$work/$name.data" --no-children --sort sym -q -g none 2>/dev/null > "$out/profile-$name.txt"
@@ -76,6 +76,9 @@ import json, re, sys
 name, load, (u0, s0), (u1, s1), io0, io1, hz = (sys.argv[1], json.load(open(sys.argv[2])),
     sys.argv[3].split(), sys.argv[4].split(), int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7]))
 n = max(load["requests"], 1)
+errors = sum(load["errors"].values())
+if errors:  # a window with failed requests measures something else: no figures from it
+    sys.exit(f"profile-deep.sh: {name}: {errors} of {n} requests failed in the measured window")
 user, system = (int(u1) - int(u0)) / hz, (int(s1) - int(s0)) / hz
 def shares(path):
     rows = []
@@ -84,7 +87,7 @@ def shares(path):
         if m: rows.append((float(m.group(1)), m.group(2)))
     return rows
 cpu_us = (user + system) / n * 1e6
-print(f"\n== {name}: {load['requests_per_sec']:.0f} req/s, {sum(load['errors'].values())} errors, "
+print(f"\n== {name}: {load['requests_per_sec']:.0f} req/s, no errors, "
       f"{cpu_us:.1f} us CPU per request, {system / max(user + system, 1e-9):.0%} of it in the kernel (stime), "
       f"{(io1 - io0) / n:.2f} write system calls per request")
 print("by binary: " + ", ".join(f"{d} {p:.1f}%" for p, d in shares(sys.argv[8])[:4]))
