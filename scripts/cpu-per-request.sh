@@ -101,6 +101,7 @@ else
   bin=$PWD/target/release
 fi
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) cores)"
+idle_line
 work=$(mktemp -d)
 pids=()
 stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }

@@ -36,6 +36,7 @@ record_output deep-ceilings
 cargo build --release --locked -p gateway -p commerce-graph -p loadgen
 bin=$PWD/target/release
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) cores)"
+idle_line
 work=$(mktemp -d)
 mkdir "$work/exchanges"
 pids=()

@@ -37,10 +37,7 @@ record_output profile-deep
 cargo build --release --locked -p gateway -p commerce-graph -p loadgen
 bin=$PWD/target/release
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) cores)"
-# How an idle vCPU waits: with haltpoll and guest_halt_poll_ns=0 (this lab's virtual machines)
-# it halts at once, and waking a process on it goes through the hypervisor.
-poll=$(cat /sys/module/haltpoll/parameters/guest_halt_poll_ns 2>/dev/null || true)
-echo "idle: $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo unknown) driver${poll:+, guest_halt_poll_ns=$poll}"
+idle_line
 echo "gateway: ${gateway[*]}"
 if [ "${gateway[0]}" = target/pgo/release/gateway ]; then echo "pgo build: $(cat target/pgo/built-from 2>/dev/null || echo 'of an unknown commit')"; fi
 work=$(mktemp -d)
