@@ -12,7 +12,7 @@
 #   - CPU per request and its share in the kernel (utime and stime of /proc/PID/stat);
 #   - write system calls per request (syscw of /proc/PID/io: write and writev);
 #   - a `perf record -e cpu-clock -g` profile (sampling at 2 kHz with call graphs costs
-#     each process 8–15% more CPU per request than without, on Intel Xeon): the share
+#     each process 8–18% more CPU per request than without, on Intel Xeon): the share
 #     per binary (the process's own, the kernel, libc), the functions with the most
 #     samples of their own, and the share under `sock_def_readable`: the kernel waking
 #     the receiving process at the end of a write on the loopback, which the sender pays.
