@@ -100,11 +100,9 @@ else
   cargo build --release --locked -p gateway -p user-service -p post-service -p loadgen
   bin=$PWD/target/release
 fi
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) cores)"
-idle_line
+machine_lines
 work=$(mktemp -d)
 pids=()
-stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 stop_all() { for p in "${pids[@]}"; do stop_pid "$p"; done; pids=(); }
 trap 'stop_all; rm -rf "$work"' EXIT
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

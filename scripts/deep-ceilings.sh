@@ -35,12 +35,10 @@ secs=${1:-10}
 record_output deep-ceilings
 cargo build --release --locked -p gateway -p commerce-graph -p loadgen
 bin=$PWD/target/release
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) cores)"
-idle_line
+machine_lines
 work=$(mktemp -d)
 mkdir "$work/exchanges"
 pids=()
-stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 trap 'for p in "${pids[@]}"; do stop_pid "$p"; done; rm -rf "$work"' EXIT
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 start_deep_graph "$bin" "$work"

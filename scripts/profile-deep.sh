@@ -36,13 +36,11 @@ read -r -a gateway <<< "${GATEWAY:-$default_gateway}"
 record_output profile-deep
 cargo build --release --locked -p gateway -p commerce-graph -p loadgen
 bin=$PWD/target/release
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) cores)"
-idle_line
+machine_lines
 echo "gateway: ${gateway[*]}"
 if [ "${gateway[0]}" = target/pgo/release/gateway ]; then echo "pgo build: $(cat target/pgo/built-from 2>/dev/null || echo 'of an unknown commit')"; fi
 work=$(mktemp -d)
 pids=()
-stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 trap 'for p in "${pids[@]}"; do stop_pid "$p"; done; rm -rf "$work"' EXIT
 
 start_deep_graph "$bin" "$work"

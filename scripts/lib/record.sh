@@ -13,16 +13,20 @@ record_output() {
   echo "commit $(git rev-parse HEAD)${changes:+ (dirty)}"
 }
 
-# idle_line: how an idle vCPU waits, as one line for a run's summary: the cpuidle driver and,
-# with haltpoll, how long it polls before halting. With guest_halt_poll_ns=0 (this lab's
-# virtual machines) it halts at once, and the process that wakes another on it pays for
-# the hypervisor's round trip: several microseconds a write to an idle receiver
-# (scripts/profile-deep.sh measures it).
-idle_line() {
+# machine_lines: the machine, as two lines for a run's summary: the processor and its cores,
+# and how an idle vCPU waits (the cpuidle driver and, with haltpoll, how long it polls before
+# halting). With guest_halt_poll_ns=0 (this lab's virtual machines) it halts at once, and the
+# process that wakes another on it pays for the hypervisor's round trip: several
+# microseconds a write to an idle receiver (scripts/profile-deep.sh measures it).
+machine_lines() {
   local poll
+  echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) cores)"
   poll=$(cat /sys/module/haltpoll/parameters/guest_halt_poll_ns 2>/dev/null || true)
   echo "idle: $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo unknown) driver${poll:+, guest_halt_poll_ns=$poll}"
 }
+
+# stop_pid PID: stop a process this script started, and reap it.
+stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
 # port: a free TCP port on 127.0.0.1.
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
