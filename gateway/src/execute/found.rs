@@ -120,6 +120,7 @@ impl Found {
         }
     }
 
+    /// Record that a fetch failed for the object or root field at `path`.
     pub(super) fn fail(&mut self, path: Vec<PathItem>, message: String) {
         self.errors.push(FoundError {
             path,
