@@ -30,7 +30,7 @@ done
 a_bin=$(realpath "$a_bin"); b_bin=$(realpath "$b_bin")
 . scripts/lib/record.sh
 record_output "${RUN_NAME:-bench-abab}"
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) cores)"
+machine_lines
 echo "builds: $a_name=$a_bin ($(sha256sum "$a_bin" | cut -c1-12)), $b_name=$b_bin ($(sha256sum "$b_bin" | cut -c1-12))"
 measure=${MEASURE_SECONDS:-3}
 [[ "$measure" =~ ^[1-9][0-9]*$ ]] || die "MEASURE_SECONDS must be a positive whole number, not '$measure'"

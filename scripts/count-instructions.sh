@@ -53,7 +53,8 @@ else
   start_seed_graph "$bin" "$work"
   subgraph_args=("${seed_args[@]}")
 fi
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) cores); $(valgrind --version)"
+machine_lines
+echo "simulator: $(valgrind --version)"
 echo "gateway flags: --worker-threads 1 $flags; $n counted requests after $warm of warm-up, 4 connections"
 load() { # url requests
   "$bin/loadgen" bench --url "$1" --body-file "$work/request.json" -H 'content-type: application/json' \

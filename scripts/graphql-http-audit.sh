@@ -73,7 +73,8 @@ wait_up "http://127.0.0.1:$gp/health" "$work/gateway.log"
 
 # --- the run --------------------------------------------------------------------------
 record_output graphql-http-audit # prints the commit; everything below is also kept in $out/summary.txt
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) cores), $(uname -sr)"
+machine_lines
+echo "kernel: $(uname -sr)"
 echo "node: $(node --version)"
 echo "package: graphql-http@$package_version (scripts/graphql-http-audit/package-lock.json)"
 echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"

@@ -16,7 +16,8 @@ cargo build --release --locked -p loadgen
 record_output netproxy-accuracy
 bin=target/release/loadgen
 echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-echo "machine $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
+machine_lines
+echo "kernel: $(uname -srm)"
 echo "rustc $(rustc -V)"
 echo "load before $(cut -d' ' -f1-3 /proc/loadavg)"
 cmd=("$bin" netproxy-accuracy --rtt 500us --rtt 1ms --rtt 5ms --connections 8

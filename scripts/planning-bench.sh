@@ -22,7 +22,8 @@ target=${CARGO_TARGET_DIR:-target}
 # Built before the run is recorded, so that the summary holds the run only.
 cargo bench --locked -p gateway --bench planning --no-run
 record_output planning # prints the commit; everything below is also kept in $out/summary.txt
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) cores), $(uname -sr)"
+machine_lines
+echo "kernel: $(uname -sr)"
 echo "rustc: $(rustc --version)"
 echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"

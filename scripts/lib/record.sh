@@ -1,5 +1,5 @@
-# Sourced by the side-by-side scripts (ceilings.sh, compare-mercurius.sh, the deep ones): what they
-# share about recording a run, finding ports and waiting for servers.
+# Sourced by the lab's measuring scripts: what they share about recording a run, saying
+# which machine it ran on, finding ports and waiting for servers.
 
 # record_output NAME: from here on, everything the script prints is also kept in
 # results/<UTC stamp>-NAME/summary.txt, headed by the commit ("(dirty)" when the tree
