@@ -14,8 +14,10 @@
 #   - a `perf record -e cpu-clock -g` profile (sampling at 2 kHz with call graphs costs
 #     each process 8–18% more CPU per request than without, on Intel Xeon): the share
 #     per binary (the process's own, the kernel, libc), the functions with the most
-#     samples of their own, and the share under `sock_def_readable`: the kernel waking
-#     the receiving process at the end of a write on the loopback, which the sender pays.
+#     samples of their own, the shares of the writes, the reads and epoll_wait with all the
+#     kernel does under them (on the loopback a write carries the receiver's TCP work too),
+#     and the share under `sock_def_readable`: the kernel waking the receiving process at
+#     the end of a write on the loopback, which the sender pays.
 #   scripts/profile-deep.sh [SECONDS]                   (default 10 s per window)
 #   GATEWAY="target/pgo/release/gateway --worker-threads 1 --max-executing-requests 8" \
 #     scripts/profile-deep.sh                           (the default: the PGO build, as the
@@ -92,8 +94,20 @@ print(f"\n== {name}: {load['requests_per_sec']:.0f} req/s, no errors, "
 print("by binary: " + ", ".join(f"{d} {p:.1f}%" for p, d in shares(sys.argv[8])[:4]))
 print("the functions with the most samples of their own:")
 for p, s in shares(sys.argv[9])[:12]: print(f"  {p:5.2f}%  {s}")
-wake = next((p for p, s in shares(sys.argv[10]) if s == "sock_def_readable"), 0.0)
+children = {}
+for p, s in shares(sys.argv[10]): children.setdefault(s, p)
 writes = max((io1 - io0) / n, 1e-9)
+# The kernel's entry points of each kind of system call, with everything under them (on the
+# loopback a write also carries the receiver's TCP processing and its wake-up).
+calls = {"writes": ("do_writev", "ksys_write"), "reads": ("__sys_recvfrom", "ksys_read"),
+         "waits": ("do_epoll_wait",)}
+spent = {kind: sum(children.get(f, 0.0) for f in entries) for kind, entries in calls.items()}
+print("system calls, with all under them: "
+      f"writes {spent['writes']:.1f}% = {spent['writes'] / 100 * cpu_us:.1f} us per request "
+      f"({spent['writes'] / 100 * cpu_us / writes:.2f} us a write), "
+      f"reads {spent['reads']:.1f}% = {spent['reads'] / 100 * cpu_us:.1f} us, "
+      f"epoll_wait {spent['waits']:.1f}% = {spent['waits'] / 100 * cpu_us:.1f} us")
+wake = children.get("sock_def_readable", 0.0)
 print(f"waking the receiver (under sock_def_readable): {wake:.1f}% = {wake / 100 * cpu_us:.1f} us per request, "
       f"{wake / 100 * cpu_us / writes:.2f} us per write")
 PY
