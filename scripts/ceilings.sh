@@ -47,13 +47,12 @@ rows=$work/rows   # where bench() appends its lines
 pids=() ab_pids=()
 stop() { for p in "${pids[@]}" "${ab_pids[@]}"; do kill "$p" 2>/dev/null || true; done; for p in "${pids[@]}" "${ab_pids[@]}"; do wait "$p" 2>/dev/null || true; done; pids=() ab_pids=(); }
 trap 'stop; rm -rf "$work"' EXIT
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 bench() { # label url body-file [pid whose CPU to count]
   local before=0 after=0
-  [ -n "${4:-}" ] && before=$(cpu_ticks "$4")
+  [ -n "${4:-}" ] && before=$(ticks "$4")
   "$bin/loadgen" bench --url "$2" --body-file "$3" -H 'content-type: application/json' \
     --connections 100 --threads 1 --duration "${secs}s" --warmup 2s --json --no-progress > "$work/out.json"
-  [ -n "${4:-}" ] && after=$(cpu_ticks "$4")
+  [ -n "${4:-}" ] && after=$(ticks "$4")
   python3 - "$1" "$work/out.json" "$before" "$after" "$(getconf CLK_TCK)" <<'PY' | tee -a "$rows"
 import json, sys
 r = json.load(open(sys.argv[2]))

@@ -30,7 +30,6 @@ echo 'query { me { id name nickname: name topPosts(count: 2) { pid author { id }
 wait_up() { for _ in $(seq 300); do curl -fs "$1" -H 'content-type: application/json' -d '{"query":"{ __typename }"}' >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "no answer from $1" >&2; return 1; }
 pids=()
 stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done; pids=(); }
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 load() { # url duration [json-out]
   "$bin/loadgen" bench --url "$1" --query-file "$work/seed.graphql" --connections 100 --threads 1 \
     --duration "$2" --json --no-progress > "${3:-/dev/null}"

@@ -105,14 +105,10 @@ work=$(mktemp -d)
 pids=()
 stop_all() { for p in "${pids[@]}"; do stop_pid "$p"; done; pids=(); }
 trap 'stop_all; rm -rf "$work"' EXIT
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # subgraph_ticks: the subgraphs' CPU ticks, summed.
 subgraph_ticks() { local p t=0; for p in "${subgraphs[@]}"; do t=$((t + $(ticks "$p"))); done; echo $t; }
 connections=${CONNECTIONS:-100}
-load() { # url duration [json-out]
-  "$bin/loadgen" bench --url "$1" --body-file "$work/request.json" -H 'content-type: application/json' \
-    --connections "$connections" --threads 1 --duration "$2" ${RATE:+--rate "$RATE"} --json --no-progress > "${3:-/dev/null}"
-}
+load() { post_load "$1" "$work/request.json" "$2" "${3:-/dev/null}" ${RATE:+--rate "$RATE"}; } # url duration [json-out]
 # gateway_args: how a gateway reaches the subgraphs (without --listen and the variant's flags).
 subgraphs=()
 if $deep; then

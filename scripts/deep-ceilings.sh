@@ -40,7 +40,6 @@ work=$(mktemp -d)
 mkdir "$work/exchanges"
 pids=()
 trap 'for p in "${pids[@]}"; do stop_pid "$p"; done; rm -rf "$work"' EXIT
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 start_deep_graph "$bin" "$work"
 deep_query() { deep_answer "$1" "$work/request.json" "$2"; } # PORT OUT: one deep query, its answer checked clean
 # The subgraph exchanges of one deep query, recorded between a no-cache gateway and the subgraphs.
@@ -61,11 +60,9 @@ echo "one deep query: $(stat -c %s "$work/answer.json")-byte answer; $(ls "$work
 # window), the figures in OUT; prints PID's CPU ticks over the window.
 window() {
   local t0
-  "$bin/loadgen" bench --url "$1" --body-file "$2" -H 'content-type: application/json' \
-    --connections 100 --threads 1 --duration 2s --json --no-progress > /dev/null
+  post_load "$1" "$2" 2s
   t0=$(ticks "$3")
-  "$bin/loadgen" bench --url "$1" --body-file "$2" -H 'content-type: application/json' \
-    --connections 100 --threads 1 --duration "${secs}s" --json --no-progress > "$4"
+  post_load "$1" "$2" "${secs}s" "$4"
   echo $(($(ticks "$3") - t0))
 }
 bench() { # NAME BODY-FILE ANSWER-FILE: a bare exchange of that request and answer, one row

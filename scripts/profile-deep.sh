@@ -55,17 +55,13 @@ replay_graph "$bin" "$work/exchanges" "${deep_args[@]}"
 echo "S's answer: $(stat -c %s "$work/answer.json") bytes; subgraphs replayed from $(ls "$work/exchanges" | grep -c answer) exchanges"
 echo "load: loadgen bench, 100 connections, one thread, ${secs} s per window"
 
-load() { # URL DURATION [JSON-OUT]
-  "$bin/loadgen" bench --url "$1" --body-file "$work/request.json" -H 'content-type: application/json' \
-    --connections 100 --threads 1 --duration "$2" --json --no-progress > "${3:-/dev/null}"
-}
 # profile NAME PID URL: one measured window of PID under load, with perf attached.
 profile() {
   local name=$1 pid=$2 url=$3 stat0 stat1 io0 io1
-  load "$url" 3s
+  post_load "$url" "$work/request.json" 3s
   stat0=$(awk '{print $14, $15}' "/proc/$pid/stat"); io0=$(awk '/^syscw/ {print $2}' "/proc/$pid/io")
   perf record -e cpu-clock -F 2000 -g -p "$pid" -o "$work/$name.data" -- sleep "$secs" >/dev/null 2>"$work/$name.perf-err" & local rec=$!
-  load "$url" "${secs}s" "$work/$name.json"
+  post_load "$url" "$work/request.json" "${secs}s" "$work/$name.json"
   wait $rec || die "perf record on $name (PID $pid) failed: $(tail -3 "$work/$name.perf-err")"
   stat1=$(awk '{print $14, $15}' "/proc/$pid/stat"); io1=$(awk '/^syscw/ {print $2}' "/proc/$pid/io")
   perf report -i "$work/$name.data" --no-children --sort dso -q -g none 2>/dev/null > "$work/$name.dso"

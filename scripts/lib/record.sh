@@ -28,6 +28,22 @@ machine_lines() {
 # stop_pid PID: stop a process this script started, and reap it.
 stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
+# ticks PID: the CPU the process has used so far (utime + stime of /proc/PID/stat), in
+# clock ticks.
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# post_load URL BODY-FILE DURATION [JSON-OUT [LOADGEN-ARG...]]: the load under which the deep
+# scripts measure S_deep and the gateways: `loadgen bench` posting BODY-FILE as JSON to URL
+# from one thread over $connections connections (100 unless the script set it), for
+# DURATION; its JSON report to JSON-OUT (or nowhere); further arguments go to loadgen
+# (e.g. --rate N).
+post_load() {
+  local url=$1 body=$2 duration=$3 json=${4:-/dev/null}
+  shift $(($# < 4 ? $# : 4))
+  "$bin/loadgen" bench --url "$url" --body-file "$body" -H 'content-type: application/json' \
+    --connections "${connections:-100}" --threads 1 --duration "$duration" --json --no-progress "$@" > "$json"
+}
+
 # port: a free TCP port on 127.0.0.1.
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
