@@ -23,6 +23,9 @@
 #    unit). Each build takes about 5 minutes on 2 cores (their own target directories).
 # The profile and the build are of this checkout: build again after changing the gateway
 # (an out-of-date profile only loses its gain for the functions that changed; rustc warns).
+# TARGET_CPU=native: both builds (instrumented and final) for this machine's processor
+# (-Ctarget-cpu), in target/pgo-native-generate and target/pgo-native, beside the
+# portable one: `GATEWAYS="pgo=target/pgo/release/gateway,… native=target/pgo-native/release/gateway,…"`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,18 +39,23 @@ if [ ! -x "$profdata" ]; then
 fi
 
 here=$(pwd)
-raw=$here/target/pgo-generate/profiles
-merged=$here/target/pgo/gateway.profdata
-rm -rf "$raw"; mkdir -p "$raw" "$here/target/pgo"
+# The build's directory and code-generation flags: portable, or for this processor.
+out=target/pgo cpu_flags=""
+if [ -n "${TARGET_CPU:-}" ]; then
+  out=target/pgo-$TARGET_CPU cpu_flags=" -Ctarget-cpu=$TARGET_CPU"
+fi
+raw=$here/$out-generate/profiles
+merged=$here/$out/gateway.profdata
+rm -rf "$raw"; mkdir -p "$raw" "$here/$out"
 
-echo "== the instrumented gateway (target/pgo-generate)"
-CARGO_TARGET_DIR=$here/target/pgo-generate RUSTFLAGS="-Cprofile-generate=$raw" \
+echo "== the instrumented gateway ($out-generate)"
+CARGO_TARGET_DIR=$here/$out-generate RUSTFLAGS="-Cprofile-generate=$raw$cpu_flags" \
   cargo build --release --locked -p gateway
 cargo build --release --locked -p user-service -p post-service -p commerce-graph -p loadgen
 
 . scripts/lib/record.sh
 bin=target/release
-gateway=target/pgo-generate/release/gateway
+gateway=$out-generate/release/gateway
 work=$(mktemp -d)
 # The mix without its deep query, beside the operations file so its relative paths hold.
 mix=experiments/deep/mix-operations.toml
@@ -118,11 +126,11 @@ ls "$raw"/*.profraw >/dev/null 2>&1 || { echo "the instrumented gateway wrote no
 "$profdata" merge -o "$merged" "$raw"/*.profraw
 echo "== counts merged: $merged ($(du -h "$merged" | cut -f1))"
 
-echo "== the gateway built with the profile (target/pgo)"
-CARGO_TARGET_DIR=$here/target/pgo RUSTFLAGS="-Cprofile-use=$merged" \
+echo "== the gateway built with the profile ($out)"
+CARGO_TARGET_DIR=$here/$out RUSTFLAGS="-Cprofile-use=$merged$cpu_flags" \
   cargo build --release --locked -p gateway
 # What the build is of, for the runs that measure it (scripts/cpu-per-request.sh PGO=1).
 dirty=""
 git diff --quiet HEAD -- gateway cache-core http1-wire Cargo.toml Cargo.lock || dirty=" (with uncommitted changes to the gateway)"
-echo "$(git rev-parse HEAD)$dirty, built $(date -u +%Y-%m-%dT%H:%MZ), trained ${seconds}s per workload" > target/pgo/built-from
-echo "built: target/pgo/release/gateway from $(cat target/pgo/built-from)"
+echo "$(git rev-parse HEAD)$dirty, built $(date -u +%Y-%m-%dT%H:%MZ), trained ${seconds}s per workload${cpu_flags:+, for target-cpu=$TARGET_CPU}" > $out/built-from
+echo "built: $out/release/gateway from $(cat $out/built-from)"

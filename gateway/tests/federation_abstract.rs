@@ -13,7 +13,6 @@ mod common;
 
 use async_graphql::dynamic::{Interface, Object, Union};
 use common::federated::schema::{arg, computed, field, ifield, lookup, Subgraph};
-use common::federated::Federation;
 use serde_json::{json, Value as Json};
 
 const GRAPH: &str = "abstract";
@@ -219,18 +218,7 @@ fn reviews() -> Subgraph {
     .entities(lookup(reviewed(), &["id"]))
 }
 
-fn subgraphs() -> Vec<Subgraph> {
-    vec![catalog(), people(), reviews()]
-}
-
-async fn start() -> Federation {
-    Federation::start(GRAPH, subgraphs()).await
-}
-
-#[tokio::test]
-async fn committed_sdl_files_are_what_the_subgraphs_serve() {
-    Federation::check(GRAPH, subgraphs()).await;
-}
+crate::federated_graph!(GRAPH, [catalog(), people(), reviews()]);
 
 #[tokio::test]
 async fn an_interface_field_gathers_its_objects_fields_from_three_subgraphs() {

@@ -15,7 +15,6 @@ mod common;
 
 use async_graphql::dynamic::{Enum, EnumItem, InputObject, Object};
 use common::federated::schema::{arg, computed, field, lookup, Subgraph};
-use common::federated::Federation;
 use serde_json::{json, Value as Json};
 
 const GRAPH: &str = "directives";
@@ -189,18 +188,7 @@ fn legacy() -> Subgraph {
     ))
 }
 
-fn subgraphs() -> Vec<Subgraph> {
-    vec![catalog(), stock(), legacy()]
-}
-
-async fn start() -> Federation {
-    Federation::start(GRAPH, subgraphs()).await
-}
-
-#[tokio::test]
-async fn committed_sdl_files_are_what_the_subgraphs_serve() {
-    Federation::check(GRAPH, subgraphs()).await;
-}
+crate::federated_graph!(GRAPH, [catalog(), stock(), legacy()]);
 
 #[tokio::test]
 async fn a_shareable_root_field_is_asked_of_the_subgraph_that_has_the_rest() {

@@ -14,7 +14,6 @@ mod common;
 use async_graphql::dynamic::{Directive, Interface, Object};
 use async_graphql::Value;
 use common::federated::schema::{computed, field, ifield, lookup, Subgraph};
-use common::federated::Federation;
 use serde_json::{json, Value as Json};
 
 const GRAPH: &str = "interface_object";
@@ -119,21 +118,10 @@ fn telemetry() -> Subgraph {
     .entities(lookup(table, &["id"]))
 }
 
-fn subgraphs() -> Vec<Subgraph> {
-    vec![devices(), support(), telemetry()]
-}
-
-async fn start() -> Federation {
-    Federation::start(GRAPH, subgraphs()).await
-}
+crate::federated_graph!(GRAPH, [devices(), support(), telemetry()]);
 
 fn device(id: &str) -> Json {
     json!({ "__typename": "Device", "id": id })
-}
-
-#[tokio::test]
-async fn committed_sdl_files_are_what_the_subgraphs_serve() {
-    Federation::check(GRAPH, subgraphs()).await;
 }
 
 #[tokio::test]

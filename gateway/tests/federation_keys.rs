@@ -240,18 +240,7 @@ fn reviews() -> Subgraph {
     )
 }
 
-fn subgraphs() -> Vec<Subgraph> {
-    vec![products(), inventory(), pricing(), reviews()]
-}
-
-async fn start() -> Federation {
-    Federation::start(GRAPH, subgraphs()).await
-}
-
-#[tokio::test]
-async fn committed_sdl_files_are_what_the_subgraphs_serve() {
-    Federation::check(GRAPH, subgraphs()).await;
-}
+crate::federated_graph!(GRAPH, [products(), inventory(), pricing(), reviews()]);
 
 #[tokio::test]
 async fn each_subgraph_is_asked_by_the_key_it_declares() {

@@ -165,22 +165,11 @@ fn posts() -> Subgraph {
     .entities(lookup(posts_table(), &["id"]))
 }
 
-fn subgraphs() -> Vec<Subgraph> {
-    vec![accounts(), media(), posts()]
-}
-
-async fn start() -> Federation {
-    Federation::start(GRAPH, subgraphs()).await
-}
+crate::federated_graph!(GRAPH, [accounts(), media(), posts()]);
 
 /// The query texts subgraph `name` was sent.
 fn queries(fed: &Federation, name: &str) -> Vec<String> {
     fed.log(name).into_iter().map(|l| l.query).collect()
-}
-
-#[tokio::test]
-async fn committed_sdl_files_are_what_the_subgraphs_serve() {
-    Federation::check(GRAPH, subgraphs()).await;
 }
 
 #[tokio::test]

@@ -16,7 +16,6 @@ mod common;
 
 use async_graphql::dynamic::{Enum, Interface, Object};
 use common::federated::schema::{arg, computed, field, ifield, lookup, Subgraph};
-use common::federated::Federation;
 use serde_json::{json, Value as Json};
 
 const GRAPH: &str = "requires";
@@ -170,21 +169,10 @@ fn customs() -> Subgraph {
     .entities(|rep| rep.clone())
 }
 
-fn subgraphs() -> Vec<Subgraph> {
-    vec![warehouse(), shipping(), customs()]
-}
-
-async fn start() -> Federation {
-    Federation::start(GRAPH, subgraphs()).await
-}
+crate::federated_graph!(GRAPH, [warehouse(), shipping(), customs()]);
 
 fn rep(id: &str, input: &str, value: Json) -> Json {
     json!({ "__typename": "Parcel", "id": id, input: value })
-}
-
-#[tokio::test]
-async fn committed_sdl_files_are_what_the_subgraphs_serve() {
-    Federation::check(GRAPH, subgraphs()).await;
 }
 
 #[tokio::test]

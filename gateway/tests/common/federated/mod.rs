@@ -34,6 +34,29 @@ use schema::Subgraph;
 
 use super::Server;
 
+/// What every file of one graph's federation tests starts with, for the graph `$graph`
+/// served by the subgraphs `$subgraph, …` (each an expression building one
+/// [`Subgraph`]): `subgraphs()`, `start()` (the subgraphs and a gateway:
+/// [`Federation::start`]), and the test that the graph's committed SDL files are what
+/// those subgraphs serve ([`Federation::check`]).
+#[macro_export]
+macro_rules! federated_graph {
+    ($graph:expr, [$($subgraph:expr),+ $(,)?]) => {
+        fn subgraphs() -> Vec<$crate::common::federated::schema::Subgraph> {
+            vec![$($subgraph),+]
+        }
+
+        async fn start() -> $crate::common::federated::Federation {
+            $crate::common::federated::Federation::start($graph, subgraphs()).await
+        }
+
+        #[tokio::test]
+        async fn committed_sdl_files_are_what_the_subgraphs_serve() {
+            $crate::common::federated::Federation::check($graph, subgraphs()).await;
+        }
+    };
+}
+
 /// A graph's subgraphs and a gateway over its committed supergraph.
 pub struct Federation {
     pub subgraphs: Vec<Running>,
