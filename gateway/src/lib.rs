@@ -18,13 +18,15 @@
 //!   response/    the answer in query order, from the subgraphs' raw JSON
 //! ```
 //!
-//! Around that path: [`supergraph`] is the graph itself (read from a supergraph
-//! file, or composed from the subgraphs' SDL), [`startup`] builds it, the planner and
-//! the [`pipeline::App`], and [`answer`] holds subgraph answers as tapes over their
-//! bytes and the pieces of them one fetch is for.
+//! Around that path: [`cli`] is the command line and the configuration it describes,
+//! [`supergraph`] is the graph itself (read from a supergraph file, or composed from
+//! the subgraphs' SDL), [`startup`] builds it, the planner and the [`pipeline::App`],
+//! and [`answer`] holds subgraph answers as tapes over their bytes and the pieces of
+//! them one fetch is for.
 
 pub mod answer;
 pub mod caching;
+pub mod cli;
 pub mod documents;
 pub mod execute;
 pub mod fast_map;
