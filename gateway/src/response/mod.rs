@@ -23,18 +23,19 @@
 //! `"extensions":{"staleIfError":[{"path":["getPost"],"staleSeconds":3.2}]}`, with how
 //! long past its freshness the entry was.
 
+mod errors;
 mod introspection;
-
-use async_graphql::ServerError;
-use async_graphql_parser::Pos;
+mod leaves;
 
 use crate::answer::tape::{Kind, Value};
 use crate::execute::data::{Data, Nodes, Place};
-use crate::execute::{FoundError, Outcome};
-use crate::plan::{FieldKind, OutField, Plan, Scalar, Selection, Sources, Variant};
+use crate::execute::Outcome;
+use crate::plan::{FieldKind, OutField, Plan, Selection, Sources, Variant};
 use crate::server::request::RequestInput;
 use crate::supergraph::Supergraph;
-use crate::upstream::PathItem;
+pub use errors::write_errors;
+use errors::{write_path, Explanation};
+use leaves::{leaf, Leaf};
 
 /// `{"data":…,"errors":[…]}` for an executed operation; returns whether it has
 /// errors.
@@ -94,23 +95,6 @@ pub fn write(
     failed
 }
 
-/// `{"errors":[…]}` for a request that was not executed.
-pub fn write_errors(out: &mut Vec<u8>, errors: &[ServerError]) {
-    out.extend_from_slice(b"{\"errors\":");
-    // ServerErrors always serialize.
-    let _ = serde_json::to_writer(&mut *out, errors);
-    out.push(b'}');
-}
-
-/// What execution recorded about a place of the response.
-enum Explanation<'a> {
-    None,
-    /// A subgraph's error, already in the response.
-    Reported,
-    /// A fetch for it failed with this message.
-    Failed(&'a str),
-}
-
 /// The object whose fields [`Writer::fields`] writes.
 #[derive(Clone, Copy)]
 enum Object<'v> {
@@ -140,84 +124,6 @@ struct Writer<'a> {
 }
 
 impl<'a> Writer<'a> {
-    fn separator(&mut self) {
-        if self.count > 0 {
-            self.errors.push(b',');
-        }
-        self.count += 1;
-    }
-
-    fn found_error(&mut self, e: &FoundError) {
-        self.separator();
-        let out = &mut self.errors;
-        out.extend_from_slice(b"{\"message\":");
-        let _ = serde_json::to_writer(&mut *out, &e.message);
-        if !e.path.is_empty() {
-            out.extend_from_slice(b",\"path\":");
-            write_path(out, &[], &e.path);
-        }
-        if let Some(extensions) = &e.extensions {
-            out.extend_from_slice(b",\"extensions\":");
-            let _ = serde_json::to_writer(&mut *out, extensions);
-        }
-        out.push(b'}');
-    }
-
-    /// Report `message` at the current path.
-    fn error(&mut self, message: &str, at: Option<Pos>) {
-        self.separator();
-        let out = &mut self.errors;
-        out.extend_from_slice(b"{\"message\":");
-        let _ = serde_json::to_writer(&mut *out, message);
-        if let Some(pos) = at {
-            out.extend_from_slice(
-                format!(
-                    ",\"locations\":[{{\"line\":{},\"column\":{}}}]",
-                    pos.line, pos.column
-                )
-                .as_bytes(),
-            );
-        }
-        out.extend_from_slice(b",\"path\":");
-        write_path(out, &self.path, &[]);
-        out.push(b'}');
-    }
-
-    /// What execution recorded about the current path: a subgraph error at it, above
-    /// or below it (already reported), or a failed fetch for it or an object above
-    /// it (to report here).
-    fn explanation(&self) -> Explanation<'a> {
-        let mut found = Explanation::None;
-        for e in &self.outcome.errors {
-            let related = e.path.iter().zip(&self.path).all(|(a, b)| match (a, b) {
-                (PathItem::Key(k), Step::Key(s)) => k == s,
-                (PathItem::Index(i), Step::Index(j)) => i == j,
-                _ => false,
-            });
-            if !related {
-                continue;
-            }
-            if !e.failed_fetch {
-                return Explanation::Reported;
-            }
-            if e.path.len() <= self.path.len() {
-                found = Explanation::Failed(&e.message);
-            }
-        }
-        found
-    }
-
-    /// Report what leaves the current field without a value: the failed fetch that
-    /// explains it, or `message` when nothing does (a subgraph's own error explains
-    /// it without another).
-    fn unexplained(&mut self, message: impl FnOnce() -> String, at: Pos) {
-        match self.explanation() {
-            Explanation::Reported => {}
-            Explanation::Failed(failure) => self.error(failure, Some(at)),
-            Explanation::None => self.error(&message(), Some(at)),
-        }
-    }
-
     fn root(&mut self, out: &mut Vec<u8>) -> bool {
         let plan = self.plan;
         let Some(variant) = plan.root.only() else {
@@ -538,82 +444,6 @@ impl<'a> Writer<'a> {
     }
 }
 
-/// What a subgraph's value for a scalar becomes.
-enum Leaf {
-    AsIs,
-    /// An integer `ID`, written as the string it stands for.
-    Quoted,
-    /// Not a value of the scalar: what one would be.
-    Wrong(&'static str),
-}
-
-/// Whether `value` is a value of `scalar` (a custom scalar takes any).
-fn leaf(scalar: Scalar, value: &Value<'_>) -> Leaf {
-    // A JSON number without fraction or exponent, within 32 bits: at most nine
-    // digits always are (the usual case, told without parsing); more are parsed.
-    let integer = |raw: &[u8]| {
-        let digits = raw.strip_prefix(b"-").unwrap_or(raw);
-        if (1..=9).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit) {
-            return true;
-        }
-        std::str::from_utf8(raw)
-            .ok()
-            .and_then(|t| t.parse::<i32>().ok())
-            .is_some()
-    };
-    // Any JSON integer (an `ID` may be a large one).
-    let whole = |raw: &[u8]| {
-        let digits = raw.strip_prefix(b"-").unwrap_or(raw);
-        !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)
-    };
-    let kind = value.kind();
-    let string = matches!(kind, Kind::PlainString | Kind::EscapedString);
-    match scalar {
-        Scalar::Custom => Leaf::AsIs,
-        Scalar::String if string => Leaf::AsIs,
-        Scalar::String => Leaf::Wrong("a String"),
-        Scalar::Boolean if kind == Kind::Bool => Leaf::AsIs,
-        Scalar::Boolean => Leaf::Wrong("a Boolean"),
-        Scalar::Float if kind == Kind::Number => Leaf::AsIs,
-        Scalar::Float => Leaf::Wrong("a Float"),
-        Scalar::Int if kind == Kind::Number && integer(value.raw()) => Leaf::AsIs,
-        Scalar::Int => Leaf::Wrong("an Int (a 32-bit integer)"),
-        Scalar::Id if string => Leaf::AsIs,
-        Scalar::Id if kind == Kind::Number && whole(value.raw()) => Leaf::Quoted,
-        Scalar::Id => Leaf::Wrong("an ID"),
-    }
-}
-
-/// A response path as a JSON array: the writer's steps, then `rest`.
-fn write_path(out: &mut Vec<u8>, steps: &[Step<'_>], rest: &[PathItem]) {
-    out.push(b'[');
-    let mut first = true;
-    let mut comma = |out: &mut Vec<u8>| {
-        if !std::mem::take(&mut first) {
-            out.push(b',');
-        }
-    };
-    for step in steps {
-        comma(out);
-        match step {
-            Step::Key(k) => {
-                let _ = serde_json::to_writer(&mut *out, k);
-            }
-            Step::Index(i) => out.extend_from_slice(i.to_string().as_bytes()),
-        }
-    }
-    for item in rest {
-        comma(out);
-        match item {
-            PathItem::Key(k) => {
-                let _ = serde_json::to_writer(&mut *out, k);
-            }
-            PathItem::Index(i) => out.extend_from_slice(i.to_string().as_bytes()),
-        }
-    }
-    out.push(b']');
-}
-
 /// `"key":` (response keys are GraphQL names: nothing to escape).
 fn key(out: &mut Vec<u8>, key: &str) {
     string(out, key);
@@ -625,54 +455,4 @@ fn string(out: &mut Vec<u8>, name: &str) {
     out.push(b'"');
     out.extend_from_slice(name.as_bytes());
     out.push(b'"');
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{leaf, Leaf, Scalar};
-    use crate::answer::tape::Tape;
-
-    /// What the writer does with the JSON `text` as a value of `scalar`.
-    fn of(scalar: Scalar, text: &'static str) -> &'static str {
-        let tape = Tape::parse(bytes::Bytes::from_static(text.as_bytes())).unwrap();
-        match leaf(scalar, &tape.root()) {
-            Leaf::AsIs => "as is",
-            Leaf::Quoted => "quoted",
-            Leaf::Wrong(_) => "wrong",
-        }
-    }
-
-    #[test]
-    fn built_in_scalars_take_their_json_kind_only() {
-        let cases = [
-            (Scalar::Int, "7", "as is"),
-            (Scalar::Int, "-2147483648", "as is"),
-            (Scalar::Int, "2147483647", "as is"),
-            (Scalar::Int, "-999999999", "as is"),
-            (Scalar::Int, "999999999", "as is"),
-            (Scalar::Int, "-0", "as is"),
-            (Scalar::Int, "2147483648", "wrong"),
-            (Scalar::Int, "-2147483649", "wrong"),
-            (Scalar::Int, "9999999999", "wrong"),
-            (Scalar::Int, "7.0", "wrong"),
-            (Scalar::Int, "1e3", "wrong"),
-            (Scalar::Int, "\"7\"", "wrong"),
-            (Scalar::Float, "7", "as is"),
-            (Scalar::Float, "0.5", "as is"),
-            (Scalar::Float, "true", "wrong"),
-            (Scalar::String, "\"a\\nb\"", "as is"),
-            (Scalar::String, "1", "wrong"),
-            (Scalar::Boolean, "false", "as is"),
-            (Scalar::Boolean, "0", "wrong"),
-            (Scalar::Id, "\"u1\"", "as is"),
-            (Scalar::Id, "12345678901234", "quoted"),
-            (Scalar::Id, "-3", "quoted"),
-            (Scalar::Id, "1.5", "wrong"),
-            (Scalar::Id, "[1]", "wrong"),
-            (Scalar::Custom, "{\"any\":[1]}", "as is"),
-        ];
-        for (scalar, text, expected) in cases {
-            assert_eq!(of(scalar, text), expected, "{scalar:?} {text}");
-        }
-    }
 }
