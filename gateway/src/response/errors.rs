@@ -111,29 +111,20 @@ impl<'a> Writer<'a> {
 
 /// A response path as a JSON array: the writer's steps, then `rest`.
 pub(super) fn write_path(out: &mut Vec<u8>, steps: &[Step<'_>], rest: &[PathItem]) {
+    let rest = rest.iter().map(|item| match item {
+        PathItem::Key(k) => Step::Key(k),
+        PathItem::Index(i) => Step::Index(*i),
+    });
     out.push(b'[');
-    let mut first = true;
-    let mut comma = |out: &mut Vec<u8>| {
-        if !std::mem::take(&mut first) {
+    for (n, step) in steps.iter().copied().chain(rest).enumerate() {
+        if n > 0 {
             out.push(b',');
         }
-    };
-    for step in steps {
-        comma(out);
         match step {
             Step::Key(k) => {
                 let _ = serde_json::to_writer(&mut *out, k);
             }
             Step::Index(i) => out.extend_from_slice(i.to_string().as_bytes()),
-        }
-    }
-    for item in rest {
-        comma(out);
-        match item {
-            PathItem::Key(k) => {
-                let _ = serde_json::to_writer(&mut *out, k);
-            }
-            PathItem::Index(i) => out.extend_from_slice(i.to_string().as_bytes()),
         }
     }
     out.push(b']');
