@@ -20,7 +20,8 @@
 //!   ([`Subgraph::tamper`]): the faults a correct async-graphql subgraph cannot make;
 //! - [`committed`]: the graph's files, checked (or written);
 //! - here, [`Federation`]: the subgraphs and a gateway over the supergraph, and what
-//!   the tests ask of them.
+//!   the tests ask of them; and `federated_graph!`, the `subgraphs()`, `start()` and
+//!   committed-SDL test a graph's test file starts with.
 
 pub mod committed;
 pub mod host;
