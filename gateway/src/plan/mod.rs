@@ -4,10 +4,11 @@
 //! Planning is Hive's query planner (`hive-router-query-planner`, the planner
 //! behind Hive Router's 199/199 in the federation audit), built once from the
 //! supergraph ([`Planner`]). For each new document the planner gives a tree of
-//! fetches (sequence, parallel, flatten, batch, condition); `build` turns it into
-//! the gateway's own [`Plan`]:
+//! fetches (sequence, parallel, flatten, batch, condition); `build` runs it and
+//! turns its plan into the gateway's own [`Plan`]:
 //!
-//! - **steps and fetches** ([`Step`], [`Fetch`]): every request text written out
+//! - **steps and fetches** ([`Step`], [`Fetch`], mapped from the planner's nodes in
+//!   `steps`): every request text written out
 //!   once, root fetches split into one request per root field (so that each root
 //!   field is cached under its own `Type.field` namespace, and fails alone), and,
 //!   when a cache keeps references, every entity in an answer asked for its key
@@ -33,6 +34,7 @@ mod operation;
 mod shape;
 mod sizes;
 mod sources;
+mod steps;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
