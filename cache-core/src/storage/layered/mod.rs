@@ -42,13 +42,13 @@
 //!   copies the old value into L1 just after the message arrived keeps it
 //!   for at most `l1_ttl`: that window is the price of the L1. So is the
 //!   delivery delay of the message itself.
+//!
+//! The broadcast (the messages, publishing, the subscriber task) is `bus`; the
+//! store and its builder are here.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-use futures::StreamExt;
-use tokio::task::AbortHandle;
+use std::time::{Duration, Instant};
 
 use super::redis::RedisStorage;
 use super::{
@@ -58,12 +58,14 @@ use crate::error::StorageError;
 use crate::key::CacheKey;
 use crate::references::ReferencePattern;
 
+mod bus;
+
+use bus::{Bus, Message, MAX_KEYS_PER_MESSAGE};
+
 /// The default time an entry stays in L1.
 pub const DEFAULT_L1_TTL: Duration = Duration::from_secs(1);
 /// The default bound of L1, in entries.
 pub const DEFAULT_L1_MAX_ENTRIES: u64 = 10_000;
-/// Past this many removed keys, an invalidation message says "clear".
-const MAX_KEYS_PER_MESSAGE: usize = 10_000;
 
 /// The counters of a [`LayeredStorage`], as of one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -138,27 +140,13 @@ impl<V: Clone + Send + Sync + 'static> LayeredStorageBuilder<V> {
     /// `<prefix>invalidate`. Must run inside a tokio runtime (the
     /// subscriber is a task); does not wait for Redis.
     pub fn build_redis<C: Codec<V>>(self, redis: RedisStorage, codec: C) -> LayeredStorage<V> {
-        let channel = format!("{}invalidate", redis.prefix());
-        let instance = instance_id();
         let counts = Arc::new(Counts::default());
         let l1 = self.l1.clone().unwrap_or_else(|| {
             MemoryStorage::builder()
                 .max_entries(self.l1_max_entries)
                 .build()
         });
-        let task = tokio::spawn(subscribe(
-            redis.clone(),
-            channel.clone(),
-            instance,
-            l1.clone(),
-            Arc::clone(&counts),
-        ));
-        let bus = Bus {
-            redis: redis.clone(),
-            channel,
-            instance,
-            task: task.abort_handle(),
-        };
+        let bus = Bus::start(&redis, &l1, &counts);
         self.l1(l1)
             .assemble(Box::new(Encoded::new(redis, codec)), Some(bus), counts)
     }
@@ -208,20 +196,6 @@ struct LayeredInner<V> {
     counts: Arc<Counts>,
     /// The namespace of L1 copies of L2 entries (L1 reports to no one).
     filled: Arc<str>,
-}
-
-/// The Redis side of the broadcast.
-struct Bus {
-    redis: RedisStorage,
-    channel: String,
-    instance: u64,
-    task: AbortHandle,
-}
-
-impl Drop for Bus {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 impl<V: Clone + Send + Sync + 'static> LayeredStorage<V> {
@@ -322,15 +296,9 @@ impl<V: Clone + Send + Sync + 'static> LayeredInner<V> {
     }
 
     async fn publish(&self, message: Message<'_>) {
-        let Some(bus) = &self.bus else { return };
-        let payload = message.encode(bus.instance);
-        match bus.redis.publish(&bus.channel, payload.as_bytes()).await {
-            Ok(()) => self.counts.published.fetch_add(1, Ordering::Relaxed),
-            Err(error) => {
-                tracing::debug!(%error, "layered storage: invalidation not broadcast");
-                self.counts.publish_errors.fetch_add(1, Ordering::Relaxed)
-            }
-        };
+        if let Some(bus) = &self.bus {
+            bus.publish(message, &self.counts).await;
+        }
     }
 }
 
@@ -506,133 +474,6 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for LayeredStorage<V> {
     fn read_in_flight(&self) -> bool {
         true
     }
-}
-
-/// What goes over the channel: the sender's id on the first line, then
-/// `clear`, or `keys` and one 32-hex key per line.
-enum Message<'a> {
-    Keys(&'a [CacheKey]),
-    Clear,
-}
-
-impl Message<'_> {
-    fn encode(&self, instance: u64) -> String {
-        match self {
-            Message::Clear => format!("{instance:016x}\nclear"),
-            Message::Keys(keys) => {
-                let mut out = String::with_capacity(22 + keys.len() * 33);
-                out.push_str(&format!("{instance:016x}\nkeys"));
-                for key in keys.iter() {
-                    out.push('\n');
-                    out.push_str(&key.to_string());
-                }
-                out
-            }
-        }
-    }
-}
-
-/// Applies a message from another instance to `l1`. Returns whether it
-/// was one (not ours, well formed).
-fn apply<V: Clone + Send + Sync + 'static>(
-    l1: &MemoryStorage<V>,
-    instance: u64,
-    payload: &[u8],
-) -> bool {
-    let Ok(text) = std::str::from_utf8(payload) else {
-        return false;
-    };
-    let mut lines = text.split('\n');
-    let sender = lines.next().and_then(|id| u64::from_str_radix(id, 16).ok());
-    if sender.is_none() || sender == Some(instance) {
-        return false;
-    }
-    match lines.next() {
-        Some("clear") => {
-            done(l1.clear());
-            true
-        }
-        Some("keys") => {
-            for key in lines.filter_map(CacheKey::from_hex) {
-                done(l1.delete(key));
-            }
-            true
-        }
-        _ => false,
-    }
-}
-
-/// The subscriber task: subscribe, apply messages, reconnect with backoff. Each
-/// attempt takes the next of the store's pub/sub clients (one server: always its own;
-/// a cluster: its masters, then the seeds), so a subscriber whose node went away
-/// moves to another node.
-async fn subscribe<V: Clone + Send + Sync + 'static>(
-    redis: RedisStorage,
-    channel: String,
-    instance: u64,
-    l1: MemoryStorage<V>,
-    counts: Arc<Counts>,
-) {
-    const MIN_BACKOFF: Duration = Duration::from_millis(100);
-    const MAX_BACKOFF: Duration = Duration::from_secs(5);
-    let mut backoff = MIN_BACKOFF;
-    let mut attempt = 0usize;
-    loop {
-        let clients = redis.pubsub_clients().await;
-        let Some(client) = clients.get(attempt % clients.len().max(1)) else {
-            tokio::time::sleep(MAX_BACKOFF).await;
-            continue;
-        };
-        attempt = attempt.wrapping_add(1);
-        let connected = tokio::time::timeout(Duration::from_secs(2), async {
-            let mut pubsub = client.get_async_pubsub().await?;
-            pubsub.subscribe(&channel).await?;
-            Ok::<_, redis::RedisError>(pubsub)
-        })
-        .await;
-        match connected {
-            Ok(Ok(pubsub)) => {
-                backoff = MIN_BACKOFF;
-                // Messages sent while we were not subscribed are lost.
-                counts.generation.fetch_add(1, Ordering::AcqRel);
-                done(l1.clear());
-                counts.subscribed.store(true, Ordering::Relaxed);
-                let mut messages = pubsub.into_on_message();
-                while let Some(message) = messages.next().await {
-                    // Bumped before the removal: a read that fills L1 after the
-                    // removal must see it (an own message bumps it harmlessly).
-                    counts.generation.fetch_add(1, Ordering::AcqRel);
-                    if apply(&l1, instance, message.get_payload_bytes()) {
-                        counts.received.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                counts.subscribed.store(false, Ordering::Relaxed);
-                counts.generation.fetch_add(1, Ordering::AcqRel);
-                done(l1.clear());
-                tracing::debug!("layered storage: invalidation subscription lost; reconnecting");
-            }
-            Ok(Err(error)) => {
-                tracing::debug!(%error, "layered storage: cannot subscribe to invalidations");
-            }
-            Err(_) => tracing::debug!("layered storage: subscribing timed out"),
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(MAX_BACKOFF);
-    }
-}
-
-/// A per-process id for this store's messages: not secret, only distinct.
-fn instance_id() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let mut seed = Vec::with_capacity(32);
-    seed.extend_from_slice(&nanos.to_le_bytes());
-    seed.extend_from_slice(&std::process::id().to_le_bytes());
-    seed.extend_from_slice(&NEXT.fetch_add(1, Ordering::Relaxed).to_le_bytes());
-    xxhash_rust::xxh3::xxh3_64(&seed)
 }
 
 /// The answer of a memory-store call (they answer at once).
