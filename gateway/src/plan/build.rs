@@ -28,7 +28,8 @@ use hive_router_query_planner::graph::PlannerOverrideContext;
 use hive_router_query_planner::planner::plan_nodes::QueryPlan;
 use hive_router_query_planner::utils::cancellation::CancellationToken;
 
-use super::operation::{plain_typenames, ReferenceKeys};
+use super::operation::plain_typenames;
+use super::references::ReferenceKeys;
 use super::shape::Shaper;
 use super::steps::Builder;
 use super::{

@@ -12,7 +12,7 @@
 //!   once, root fetches split into one request per root field (so that each root
 //!   field is cached under its own `Type.field` namespace, and fails alone), and,
 //!   when a cache keeps references, every entity in an answer asked for its key
-//!   fields under reserved aliases (`operation`);
+//!   fields under reserved aliases (`references`);
 //! - **shape** ([`Selection`]): the client's selection per concrete type, fields
 //!   merged by response key in query order, with what each field's type allows
 //!   (null, lists), so that the response writer ([`crate::response`]) needs no
@@ -31,6 +31,7 @@ mod alike;
 mod build;
 mod fields;
 mod operation;
+mod references;
 mod shape;
 mod sizes;
 mod sources;

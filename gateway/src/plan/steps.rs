@@ -17,7 +17,8 @@ use hive_router_query_planner::ast::selection_set::{FieldSelection, SelectionSet
 use hive_router_query_planner::ast::value::Value as HiveValue;
 use hive_router_query_planner::planner::plan_nodes::{FetchNode, FlattenNodePathSegment, PlanNode};
 
-use super::operation::{add_reference_keys, split_roots, without_fragments, ReferenceKeys};
+use super::operation::{split_roots, without_fragments};
+use super::references::{add_reference_keys, ReferenceKeys};
 use super::{EntityGroup, Fetch, FetchId, FetchKind, PathSegment, PlanError, RootFetch, Step};
 use crate::supergraph::{SubgraphId, Supergraph};
 

@@ -12,8 +12,9 @@
 //! arrived while it waited. Each subgraph has its own limits (`settings`): a
 //! connect timeout, and a request timeout that bounds everything from taking a
 //! connection to the answer's last byte, retry included; each response body is
-//! bounded by a size limit. The body is parsed into a [`Tape`] and split into `data`
-//! and `errors`; anything that is not a GraphQL response is a [`FetchError`].
+//! bounded by a size limit. The body is parsed into a tape and split into `data`
+//! and `errors` (`response`); anything that is not a GraphQL response is a
+//! [`FetchError`].
 //!
 //! Each subgraph also has a circuit breaker ([`cache_core::breaker`]): a request is
 //! admitted by one atomic load while it is closed; timeouts, refused or reset
@@ -26,6 +27,7 @@
 
 mod body;
 mod request_head;
+mod response;
 mod settings;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -38,14 +40,14 @@ use cache_core::CacheDirectives;
 use hyper::header::HeaderValue;
 use hyper::Uri;
 use parking_lot::Mutex;
-use serde::Deserialize;
 
 pub use body::{request_body, WriteVariables};
 use http1_wire::{AnswerRules, Connection, ExchangeError};
 use request_head::RequestHead;
+use response::parse_response;
+pub use response::{FetchError, PathItem, UpstreamError, UpstreamResponse};
 pub use settings::{SubgraphLimits, UpstreamArgs, UpstreamSettings};
 
-use crate::answer::tape::Tape;
 use crate::server::metrics::Metrics;
 use crate::supergraph::{Subgraph, SubgraphId};
 
@@ -57,57 +59,6 @@ const MAX_IDLE: usize = 512;
 /// younger one is used as it is, and a query that meets a close anyway is retried.
 const CHECK_IDLE_AFTER: Duration = Duration::from_millis(50);
 
-/// A subgraph's GraphQL response: the tape of its body, where `data` is in it, and
-/// its errors.
-#[derive(Debug, Clone)]
-pub struct UpstreamResponse {
-    pub tape: Arc<Tape>,
-    /// The tape index of `data`, when present and not null.
-    pub data: Option<u32>,
-    pub errors: Vec<UpstreamError>,
-    /// The answer's `Cache-Control` directives, if it had the header.
-    pub cache_control: Option<CacheDirectives>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct UpstreamError {
-    pub message: String,
-    #[serde(default)]
-    pub path: Vec<PathItem>,
-    /// The subgraph's `extensions` (its `code`, say), passed on to the client.
-    #[serde(default)]
-    pub extensions: Option<serde_json::Value>,
-}
-
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-#[serde(untagged)]
-pub enum PathItem {
-    Index(usize),
-    Key(String),
-}
-
-/// Why a subgraph request produced no GraphQL response.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum FetchError {
-    #[error("subgraph {subgraph} is unavailable: {detail}")]
-    Unavailable { subgraph: String, detail: String },
-    #[error("subgraph {subgraph} did not answer within {timeout:?}")]
-    Timeout { subgraph: String, timeout: Duration },
-    #[error("subgraph {subgraph} could not be reached: no connection within {timeout:?}")]
-    ConnectTimeout { subgraph: String, timeout: Duration },
-    #[error("subgraph {subgraph} is unavailable: its circuit breaker is open after repeated failures{}", retry_note(.retry_in))]
-    BreakerOpen {
-        subgraph: String,
-        retry_in: Option<Duration>,
-    },
-    #[error("subgraph {subgraph} answered HTTP {status} without a GraphQL response")]
-    Status { subgraph: String, status: u16 },
-    #[error("subgraph {subgraph} sent a response that is not GraphQL JSON: {detail}")]
-    Malformed { subgraph: String, detail: String },
-    #[error("subgraph {subgraph} answered more than {limit} bytes")]
-    TooLarge { subgraph: String, limit: usize },
-}
-
 /// One request to a subgraph.
 pub struct SubgraphRequest<'a> {
     pub subgraph: SubgraphId,
@@ -117,13 +68,6 @@ pub struct SubgraphRequest<'a> {
     pub authorization: Option<&'a HeaderValue>,
     /// Never retried (it may have run).
     pub mutation: bool,
-}
-
-fn retry_note(retry_in: &Option<Duration>) -> String {
-    match retry_in {
-        Some(d) => format!(" (next probe in {:.1} s)", d.as_secs_f64()),
-        None => " (a probe is in flight)".into(),
-    }
 }
 
 /// One subgraph: where it is, its request head, its idle connections, its limits
@@ -485,52 +429,4 @@ fn unavailable(endpoint: &Endpoint, detail: String, retryable: bool) -> Failure 
         },
         retryable,
     }
-}
-
-/// A subgraph's answer as a GraphQL response: `data` or `errors` must be there.
-fn parse_response(
-    subgraph: &str,
-    status: u16,
-    body: Bytes,
-) -> Result<UpstreamResponse, FetchError> {
-    let success = (200..300).contains(&status);
-    let malformed = |detail: String| {
-        if success {
-            FetchError::Malformed {
-                subgraph: subgraph.to_string(),
-                detail,
-            }
-        } else {
-            FetchError::Status {
-                subgraph: subgraph.to_string(),
-                status,
-            }
-        }
-    };
-    let tape = Tape::parse(body).map_err(|e| malformed(e.to_string()))?;
-    let root = tape.root();
-    if root.kind() != crate::answer::tape::Kind::Object {
-        return Err(malformed("the body is not a JSON object".into()));
-    }
-    let mut data = None;
-    let mut saw_data = false;
-    let mut errors = Vec::new();
-    for member in root.members() {
-        if member.key_is("data") {
-            saw_data = !member.is_null();
-            data = (!member.is_null()).then(|| member.index());
-        } else if member.key_is("errors") && !member.is_null() {
-            errors = serde_json::from_slice::<Vec<UpstreamError>>(member.raw())
-                .map_err(|e| malformed(format!("errors: {e}")))?;
-        }
-    }
-    if !saw_data && errors.is_empty() {
-        return Err(malformed("neither data nor errors".into()));
-    }
-    Ok(UpstreamResponse {
-        tape: Arc::new(tape),
-        data,
-        errors,
-        cache_control: None,
-    })
 }
