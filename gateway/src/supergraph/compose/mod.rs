@@ -17,9 +17,10 @@
 //! listed, when the planner could not answer some query the public schema allows:
 //! a field nobody resolves, a root field owned twice, conflicting field types, an
 //! entity field that cannot be reached from a subgraph that returns the entity
-//! because the two share no usable key, or a feature it does not compose.
+//! because the two share no usable key, or a feature it does not compose. Those
+//! checks are `checks`; reading and merging the subgraphs' SDL is here.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::fmt;
 
 use async_graphql_parser::types::{
@@ -30,7 +31,9 @@ use async_graphql_parser::Positioned;
 use async_graphql_value::ConstValue;
 use indexmap::IndexMap;
 
-use super::{base_name, public::arg_def, ArgDef, Subgraph, SubgraphId};
+use super::{public::arg_def, ArgDef, Subgraph, SubgraphId};
+
+mod checks;
 
 /// The composed graph, as [`super::emit`] writes it.
 #[derive(Debug)]
@@ -325,125 +328,6 @@ impl Composer {
             }
         }
     }
-
-    fn finish(mut self, subgraphs: &[Subgraph]) -> Result<Composed, CompositionError> {
-        if !self.query_type_seen {
-            self.problems
-                .push("no subgraph defines a Query type".to_string());
-        }
-        for (ty, field, id) in std::mem::take(&mut self.externals) {
-            let known = self.types.get(&ty).and_then(|t| match &t.kind {
-                Kind::Object(o) => o.fields.get(&field),
-                _ => None,
-            });
-            if known.is_none_or(|f| f.owners.is_empty()) {
-                self.problems.push(format!(
-                    "{ty}.{field} is @external in subgraph {} but no subgraph resolves it",
-                    subgraphs[id].name
-                ));
-            }
-        }
-        let known_types: HashSet<&str> = self
-            .types
-            .keys()
-            .map(String::as_str)
-            .chain(["String", "Int", "Float", "Boolean", "ID"])
-            .collect();
-        let name_of = |id: SubgraphId| subgraphs[id].name.as_str();
-        for t in self.types.values() {
-            let Kind::Object(object) = &t.kind else {
-                continue;
-            };
-            let is_root = t.name == QUERY || t.name == MUTATION;
-            for f in object.fields.values() {
-                let base = base_name(&f.ty);
-                if !known_types.contains(base) {
-                    self.problems
-                        .push(format!("{}.{}: unknown type {base}", t.name, f.name));
-                }
-                for arg in &f.args {
-                    let base = base_name(&arg.ty);
-                    if !known_types.contains(base) {
-                        self.problems.push(format!(
-                            "{}.{}({}): unknown type {base}",
-                            t.name, f.name, arg.name
-                        ));
-                    }
-                }
-                if f.owners.is_empty() {
-                    self.problems
-                        .push(format!("{}.{} is resolved by no subgraph", t.name, f.name));
-                    continue;
-                }
-                let unshared =
-                    f.owners.len() > 1 && f.owners.iter().any(|o| !f.shareable_in.contains(o));
-                let value_type = object.keys.is_empty() && !is_root;
-                if unshared && !value_type {
-                    let owners: Vec<&str> = f.owners.iter().map(|&o| name_of(o)).collect();
-                    self.problems.push(format!(
-                        "{}.{} is defined by several subgraphs ({}) without @shareable",
-                        t.name,
-                        f.name,
-                        owners.join(", ")
-                    ));
-                }
-            }
-            if is_root {
-                continue;
-            }
-            // Every subgraph that can return this type must be able to hand the planner
-            // the keys that the owners of its other fields accept.
-            for &source in &object.defined_in {
-                if !returns_type(&self.types, source, &t.name) {
-                    continue;
-                }
-                for f in object.fields.values() {
-                    if f.owners.is_empty() || f.is_owned_by(source) {
-                        continue;
-                    }
-                    let reachable = f.owners.iter().any(|&o| {
-                        object.key_for(o).is_some_and(|key| {
-                            key.iter().all(|k| {
-                                object
-                                    .fields
-                                    .get(k)
-                                    .is_some_and(|kf| kf.is_owned_by(source))
-                            })
-                        })
-                    });
-                    if !reachable {
-                        self.problems.push(format!(
-                            "{}.{} (resolved by {}) cannot be fetched for a {} returned by subgraph {}: they share no @key that {} can provide",
-                            t.name,
-                            f.name,
-                            f.owners.iter().map(|&o| name_of(o)).collect::<Vec<_>>().join(", "),
-                            t.name,
-                            name_of(source),
-                            name_of(source),
-                        ));
-                    }
-                }
-            }
-        }
-        if !self.problems.is_empty() {
-            return Err(CompositionError(self.problems));
-        }
-        Ok(Composed {
-            types: self.types,
-            mutation: self.mutation_type_seen,
-        })
-    }
-}
-
-/// Whether subgraph `id` has some field whose type is `ty` (so it can hand out such objects).
-fn returns_type(types: &IndexMap<String, TypeDef>, id: SubgraphId, ty: &str) -> bool {
-    types.values().any(|t| match &t.kind {
-        Kind::Object(o) => o
-            .fields
-            .values()
-            .any(|f| f.is_owned_by(id) && base_name(&f.ty) == ty),
-        _ => false,
-    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -516,86 +400,4 @@ fn args_match(a: &[ArgDef], b: &[ArgDef]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sg(names: &[&str]) -> Vec<Subgraph> {
-        names
-            .iter()
-            .map(|n| Subgraph {
-                name: n.to_string(),
-                url: format!("http://{n}"),
-            })
-            .collect()
-    }
-
-    const USERS: &str =
-        r#"type Query { me: User } type User @key(fields: "id") { id: ID! name: String! }"#;
-    const POSTS_FED1: &str = r#"
-        type Post @key(fields: "pid") { pid: ID! title: String author: User }
-        extend type Query { topPosts(count: Int = 2): [Post] }
-        type User @key(fields: "id") @extends { id: ID! @external topPosts(count: Int!): [Post] }"#;
-
-    #[test]
-    fn composes_fed1_extensions_and_records_owners() {
-        let s = compose_graph(&sg(&["user", "post"]), &[USERS.into(), POSTS_FED1.into()]).unwrap();
-        let object = |name: &str| match &s.types[name].kind {
-            Kind::Object(o) => o,
-            _ => panic!("{name} is not an object"),
-        };
-        let user = object("User");
-        assert_eq!(user.fields["id"].owners, vec![0, 1]);
-        assert_eq!(user.fields["name"].owners, vec![0]);
-        assert_eq!(user.fields["topPosts"].owners, vec![1]);
-        assert_eq!(object("Query").fields["topPosts"].owners, vec![1]);
-        assert_eq!(user.key_for(1).unwrap(), ["id".to_string()]);
-    }
-
-    #[test]
-    fn rejects_a_root_field_owned_twice() {
-        let err = compose_graph(
-            &sg(&["a", "b"]),
-            &[
-                "type Query { x: Int }".into(),
-                "type Query { x: Int }".into(),
-            ],
-        )
-        .unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("Query.x is defined by several subgraphs (a, b)"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn rejects_conflicting_field_types() {
-        let b = r#"type Query { y: Int } type User @key(fields: "id") { id: String! }"#;
-        let err = compose_graph(&sg(&["user", "b"]), &[USERS.into(), b.into()]).unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("User.id has type String! in subgraph b"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn rejects_an_unreachable_entity_field() {
-        // `b` returns a User without its key, so `name` cannot be fetched for it.
-        let b = r#"type Query { someone: User } type User { nick: String }"#;
-        let err = compose_graph(&sg(&["user", "b"]), &[USERS.into(), b.into()]).unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("User.name (resolved by user) cannot be fetched"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn rejects_unparsable_sdl_and_missing_query() {
-        let err = compose_graph(&sg(&["a"]), &["type {".into()]).unwrap_err();
-        let text = err.to_string();
-        assert!(text.contains("subgraph a: SDL does not parse"), "{text}");
-        assert!(text.contains("no subgraph defines a Query type"), "{text}");
-    }
-}
+mod tests;
