@@ -1,6 +1,6 @@
-//! An experiment file as written: the TOML tables and keys serde reads, each with
-//! `deny_unknown_fields` so that a misspelt key is an error. Nothing here is checked
-//! or defaulted; `parse` does that.
+//! An experiment file as written: the TOML tables and keys serde reads, every table
+//! with `deny_unknown_fields` so that a misspelt key is an error. Nothing here is
+//! checked or defaulted; `parse` does that.
 
 use std::collections::BTreeMap;
 
