@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::caching::requests::RequestStrategy;
 use crate::caching::{build_strategies, RedisSettings, RedisTarget, StorageKind};
-use crate::documents::validation::DocumentLimits;
+use crate::documents::limits::LimitArgs;
 use crate::server::request::RequestLimits;
 use crate::startup::{Backoff, GatewayConfig, GraphSource};
 use crate::supergraph::Subgraph;
@@ -86,15 +86,8 @@ pub struct Cli {
     /// Largest accepted request body, in bytes.
     #[arg(long, default_value_t = 1 << 20)]
     pub max_body_bytes: usize,
-    /// Deepest accepted selection nesting.
-    #[arg(long, default_value_t = 32)]
-    pub max_depth: usize,
-    /// Most fields (each alias counts) in one document.
-    #[arg(long, default_value_t = 2000)]
-    pub max_fields: usize,
-    /// Most root fields in one operation (each is one subgraph request).
-    #[arg(long, default_value_t = 64)]
-    pub max_root_fields: usize,
+    #[command(flatten)]
+    pub limits: LimitArgs,
     /// Time a client has to send its request headers, in milliseconds.
     #[arg(long, default_value_t = 10_000)]
     pub header_read_timeout_ms: u64,
@@ -233,7 +226,7 @@ fn parse_drain_timeout(s: &str) -> Result<Duration, String> {
         .map_err(|e| format!("{s:?} is not a duration like 500ms or 5s ({e})"))
 }
 
-fn parse_switch(s: &str) -> Result<bool, String> {
+pub(crate) fn parse_switch(s: &str) -> Result<bool, String> {
     match s {
         "on" => Ok(true),
         "off" => Ok(false),
@@ -443,12 +436,8 @@ impl Cli {
                 ..SubgraphLimits::default()
             },
         )?;
-        if self.max_depth == 0
-            || self.max_fields == 0
-            || self.max_body_bytes == 0
-            || self.max_upstream_body_bytes == 0
-        {
-            return Err("--max-depth, --max-fields, --max-body-bytes and --max-upstream-body-bytes must be positive".into());
+        if self.max_body_bytes == 0 || self.max_upstream_body_bytes == 0 {
+            return Err("--max-body-bytes and --max-upstream-body-bytes must be positive".into());
         }
         Ok(GatewayConfig {
             graph,
@@ -461,17 +450,12 @@ impl Cli {
             max_upstream_body_bytes: self.max_upstream_body_bytes,
             requests: RequestLimits {
                 max_body_bytes: self.max_body_bytes,
-                max_text_nesting: self.max_depth * 2 + 16,
                 body_read_timeout: Duration::from_millis(self.body_read_timeout_ms),
                 header_read_timeout: Duration::from_millis(self.header_read_timeout_ms),
                 request_timeout: Duration::from_millis(self.request_timeout_ms),
                 max_executing: self.max_executing_requests,
             },
-            documents: DocumentLimits {
-                max_depth: self.max_depth,
-                max_fields: self.max_fields,
-                max_root_fields: self.max_root_fields,
-            },
+            documents: self.limits.limits(),
             profiling: self.profiling,
             cache,
             request_strategy: self.request_strategy.clone(),

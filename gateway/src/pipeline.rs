@@ -2,12 +2,16 @@
 //! path's steps in order.
 //!
 //! 1. **Document**: the document cache ([`crate::documents`]) by the text's hash. A
-//!    new document is parsed, admitted (field counts, reserved names) and validated
-//!    by async-graphql ([`crate::documents::validation`]) before it is kept.
+//!    new document is measured (tokens, nesting: [`crate::documents::lexical`]),
+//!    parsed, admitted (fragments, counts, reserved names:
+//!    [`crate::documents::admit`]) and validated by async-graphql
+//!    ([`crate::documents::validation`]) before it is kept.
 //! 2. **Operation and variables**: the operation the request names, its variables'
 //!    defaults, and whether the variables fit their declared types.
-//! 3. **Plan**: the document's plan for this operation and these `@skip`/`@include`
-//!    values, compiled once and kept with the document ([`crate::plan`]).
+//! 3. **Plan**: the operation's estimated cost ([`crate::documents::cost`]), then the
+//!    document's plan for this operation and these `@skip`/`@include` values, compiled
+//!    once and kept with the document ([`crate::plan`]); an operation over
+//!    `--max-cost` or `--max-subgraph-requests` is refused here, before any fetch.
 //! 4. **Execution**: the plan's fetches through the cache seam ([`crate::execute`]),
 //!    once the request has its turn when `--max-executing-requests` limits how many
 //!    execute at once ([`crate::server::turns`]; the turn is held through step 5).
@@ -38,17 +42,15 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
 use crate::caching::requests::{Answer, Produced, RequestCache};
-use crate::documents::validation::{DocumentLimits, Validator};
+use crate::documents::validation::Validator;
 use crate::documents::{
-    admit, check_variables, operation, CachedDocument, DocumentCache, DocumentKey, KeptPlan,
-    Refusal,
+    admit, check_variables, cost, lexical, operation, CachedDocument, DocumentCache, DocumentKey,
+    DocumentLimits, KeptPlan, Refusal,
 };
 use crate::execute::{Executor, Outcome};
 use crate::plan::{Conditions, DocumentView, Plan, Planner};
-use crate::server::metrics::Metrics;
-use crate::server::request::{
-    text_nesting, GraphqlRequest, MediaType, Rejection, RequestInput, RequestLimits,
-};
+use crate::server::metrics::{Limit, Metrics};
+use crate::server::request::{GraphqlRequest, MediaType, Rejection, RequestInput, RequestLimits};
 use crate::server::turns::Turns;
 use crate::supergraph::Supergraph;
 
@@ -175,20 +177,37 @@ pub async fn handle(
     let (entry, fresh) = match cached {
         Some(entry) => (entry, false),
         None => {
-            let nesting = text_nesting(text);
-            if nesting > app.limits.max_text_nesting {
-                let r = Rejection::bad_request(format!(
-                    "the query nests {nesting} levels deep; the limit is {}",
-                    app.limits.max_text_nesting
-                ));
-                return reject(r, media, &app.metrics, started);
+            let limits = &app.document_limits;
+            let shape = lexical::shape(text, limits.max_tokens);
+            let too_big = if shape.tokens > limits.max_tokens {
+                Some(format!(
+                    "the query has more than {} tokens (--max-tokens)",
+                    limits.max_tokens
+                ))
+            } else if shape.nesting > limits.max_nesting() {
+                Some(format!(
+                    "the query nests {} levels deep; the limit is {} (2 × --max-depth + 16)",
+                    shape.nesting,
+                    limits.max_nesting()
+                ))
+            } else {
+                None
+            };
+            if let Some(message) = too_big {
+                app.metrics.refused(Limit::Text);
+                return reject(
+                    Rejection::bad_request(message),
+                    media,
+                    &app.metrics,
+                    started,
+                );
             }
             let doc = match async_graphql_parser::parse_query(text) {
                 Ok(doc) => doc,
                 Err(e) => return not_executed(vec![e.into()], media, &app.metrics, started),
             };
-            let limits = &app.document_limits;
-            if let Err(refusal) = admit(&doc, limits.max_fields, limits.max_root_fields) {
+            if let Err(refusal) = admit(&doc, limits) {
+                app.metrics.refused(Limit::Document);
                 return refused(refusal, media, &app.metrics, started);
             }
             let entry = CachedDocument {
@@ -238,17 +257,11 @@ pub async fn handle(
             return not_executed(errors, media, &app.metrics, started);
         }
     }
-    // 3. The plan.
-    let plan = match plan_for(app, key, &entry, op, operation_name, &variables, fresh) {
-        Ok(plan) => plan,
-        Err(message) => {
-            return not_executed(
-                vec![ServerError::new(message, None)],
-                media,
-                &app.metrics,
-                started,
-            )
-        }
+    // 3. The plan, and its cost.
+    let (plan, estimated) = match plan_for(app, key, &entry, op, operation_name, &variables, fresh)
+    {
+        Ok(planned) => planned,
+        Err(errors) => return not_executed(errors, media, &app.metrics, started),
     };
     if run == Run::Validate {
         app.metrics.request(started.elapsed(), false);
@@ -274,12 +287,13 @@ pub async fn handle(
                     let (plan, shared) = (plan.clone(), input.clone());
                     let references = requests.stores_references();
                     let turns = app.turns.clone();
+                    let metrics = app.metrics.clone();
                     let work = requests.answer(key, &input, move || async move {
                         // Only the request that executes takes a turn: those that
                         // share its answer wait for it without one.
                         let _turn = turns.take().await;
                         let outcome = executor.run(&plan, &shared).await;
-                        produce(&executor, &plan, &outcome, &shared, references)
+                        produce(&executor, &plan, &outcome, &shared, references, &metrics)
                     });
                     let work = Box::pin(work);
                     match tokio::time::timeout(app.limits.request_timeout, work).await {
@@ -325,7 +339,14 @@ pub async fn handle(
                 return timed_out(app, media, started);
             };
             let mutated = requests.filter(|r| plan.mutation && r.stores_references());
-            let produced = produce(&app.executor, &plan, &outcome, &input, mutated.is_some());
+            let produced = produce(
+                &app.executor,
+                &plan,
+                &outcome,
+                &input,
+                mutated.is_some(),
+                &app.metrics,
+            );
             drop(turn);
             if let Some(requests) = mutated {
                 // The stored answers written from an entity the mutation returned go
@@ -336,7 +357,13 @@ pub async fn handle(
         }
     };
     app.metrics.request(started.elapsed(), answer.failed);
-    respond(StatusCode::OK, answer.body, media)
+    app.metrics.operation(estimated, answer.body.len());
+    let body = if request.cost {
+        crate::response::with_cost(&answer, estimated, app.document_limits.max_cost)
+    } else {
+        answer.body
+    };
+    respond(StatusCode::OK, body, media)
 }
 
 /// The response to an executed request, and (when `references`) the references of
@@ -347,11 +374,22 @@ fn produce(
     outcome: &Outcome,
     input: &RequestInput,
     references: bool,
+    metrics: &Metrics,
 ) -> Produced {
     // As large as the plan's last response (a deep answer would otherwise be copied
     // a dozen times as its buffer doubles).
     let mut body = Vec::with_capacity(plan.sizes.response.get().max(512));
-    let failed = crate::response::write(&mut body, plan, outcome, input, &executor.supergraph);
+    let written = crate::response::write(
+        &mut body,
+        plan,
+        outcome,
+        input,
+        &executor.supergraph,
+        executor.max_answer_bytes,
+    );
+    if written.stopped {
+        metrics.refused(Limit::Answer);
+    }
     plan.sizes.response.note(body.len());
     if body.capacity() - body.len() > 4096 {
         // A smaller answer than the last one: a stored response must not keep the
@@ -367,7 +405,8 @@ fn produce(
     Produced {
         answer: Answer {
             body: Bytes::from(body),
-            failed,
+            failed: written.failed,
+            extended: written.extended,
         },
         references: refs,
     }
@@ -385,9 +424,12 @@ fn timed_out(app: &App, media: MediaType, started: Instant) -> Response {
     reject(r, media, &app.metrics, started)
 }
 
-/// The plan for `op` under this request's `@skip`/`@include` values: kept with the
-/// document, or compiled now and kept (a new document is stored with its first
-/// plan).
+/// The plan for `op` under this request's `@skip`/`@include` values (kept with the
+/// document, or compiled now and kept: a new document is stored with its first plan),
+/// and its estimated cost; or the errors of an operation the limits refuse before any
+/// fetch: its cost over `--max-cost`, its plan's subgraph requests over
+/// `--max-subgraph-requests`, introspection when it is off. A cost that reads no
+/// variable is kept with the plan; one that does is estimated per request.
 fn plan_for(
     app: &App,
     key: DocumentKey,
@@ -396,7 +438,8 @@ fn plan_for(
     operation_name: Option<&str>,
     variables: &Variables,
     fresh: bool,
-) -> Result<Arc<Plan>, String> {
+) -> Result<(Arc<Plan>, u64), Vec<ServerError>> {
+    let limits = &app.document_limits;
     let view = DocumentView {
         fragments: &entry.doc.fragments,
         variables,
@@ -411,16 +454,46 @@ fn plan_for(
         None => Arc::new(Conditions::of(&entry.doc, op)),
     };
     let bits = conditions.key(&view);
-    if let Some(bits) = bits {
-        if let Some(plan) = entry.plan(operation_name, bits) {
-            return Ok(plan.clone());
-        }
+    let kept = bits.and_then(|bits| entry.kept(operation_name, bits));
+    if let Some(KeptPlan {
+        plan,
+        cost: Some(cost),
+        ..
+    }) = kept
+    {
+        return Ok((plan.clone(), *cost));
     }
-    let plan = Arc::new(
-        app.planner
-            .compile(&entry.text, &entry.doc, op, operation_name, variables)
-            .map_err(|e| e.to_string())?,
-    );
+    let estimate = cost::estimate(&entry.doc, op, variables, &app.supergraph, limits.list_size);
+    if let Some(max) = limits.max_cost.filter(|max| estimate.cost > *max) {
+        app.metrics.refused(Limit::Cost);
+        return Err(vec![over_cost(estimate.cost, max)]);
+    }
+    if let Some(kept) = kept {
+        return Ok((kept.plan.clone(), estimate.cost));
+    }
+    let plan = app
+        .planner
+        .compile(&entry.text, &entry.doc, op, operation_name, variables)
+        .map_err(|e| vec![ServerError::new(e.to_string(), None)])?;
+    if plan.fetches.len() > limits.max_subgraph_requests {
+        app.metrics.refused(Limit::Fetches);
+        return Err(vec![ServerError::new(
+            format!(
+                "the operation needs {} subgraph requests; the limit is {} (--max-subgraph-requests)",
+                plan.fetches.len(),
+                limits.max_subgraph_requests
+            ),
+            None,
+        )]);
+    }
+    if plan.introspection.is_some() && !limits.introspection {
+        app.metrics.refused(Limit::Introspection);
+        return Err(vec![ServerError::new(
+            "introspection is disabled (--introspection off)",
+            None,
+        )]);
+    }
+    let plan = Arc::new(plan);
     if bits.is_none() && fresh {
         // More condition variables than plans are kept for: the document is kept,
         // its plans are compiled per request.
@@ -432,6 +505,7 @@ fn plan_for(
             conditions: bits,
             conditions_of: conditions,
             plan: plan.clone(),
+            cost: estimate.fixed.then_some(estimate.cost),
         };
         if fresh {
             app.documents.insert(key, entry.with_plan(kept));
@@ -439,5 +513,20 @@ fn plan_for(
             app.documents.add_plan(key, entry, kept);
         }
     }
-    Ok(plan)
+    Ok((plan, estimate.cost))
+}
+
+/// The error of an operation whose estimated cost is over `--max-cost`, with the
+/// estimate in its `extensions` (the code is Apollo Router's).
+fn over_cost(estimated: u64, max: u64) -> ServerError {
+    let mut error = ServerError::new(
+        format!("the operation's estimated cost is {estimated}; the limit is {max} (--max-cost)"),
+        None,
+    );
+    let mut extensions = async_graphql::ErrorExtensionValues::default();
+    extensions.set("code", "COST_ESTIMATED_TOO_EXPENSIVE");
+    extensions.set("estimatedCost", estimated);
+    extensions.set("maxCost", max);
+    error.extensions = Some(extensions);
+    error
 }

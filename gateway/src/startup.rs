@@ -14,8 +14,9 @@ use anyhow::{anyhow, Context as _};
 
 use crate::caching::requests::{RequestCache, RequestStrategy};
 use crate::caching::{CacheSettings, ResolverCache};
-use crate::documents::validation::{DocumentLimits, Validator};
+use crate::documents::validation::Validator;
 use crate::documents::DocumentCache;
+use crate::documents::DocumentLimits;
 use crate::execute::Executor;
 use crate::pipeline::App;
 use crate::plan::Planner;
@@ -169,7 +170,10 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
     let upstream = Arc::new(Upstream::new(
         subgraphs,
         &config.upstream,
-        config.max_upstream_body_bytes,
+        // No subgraph answer is read past what one response may hold.
+        config
+            .max_upstream_body_bytes
+            .min(config.documents.max_answer_bytes),
         metrics.clone(),
     )?);
     metrics.add_source(&upstream, Upstream::prometheus);
@@ -215,6 +219,7 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
         cache,
         validator: validator.clone(),
         supergraph: supergraph.clone(),
+        max_answer_bytes: config.documents.max_answer_bytes,
     };
     let turns = Arc::new(Turns::new(config.requests.max_executing));
     metrics.add_source(&turns, Turns::prometheus);

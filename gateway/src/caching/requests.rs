@@ -156,6 +156,8 @@ pub struct Answer {
     pub body: Bytes,
     /// It carries GraphQL errors (then it is never stored).
     pub failed: bool,
+    /// It has an `extensions` member already.
+    pub extended: bool,
 }
 
 /// What an execution hands the strategy: the answer, and the references of the
@@ -282,6 +284,7 @@ impl RequestCache {
                 Err::<Answer, WithErrors>(WithErrors(Answer {
                     body: Bytes::new(),
                     failed: true,
+                    extended: false,
                 }))
             }
         })

@@ -33,8 +33,12 @@
 //! one is rejected again (cheaply, since it is usually small) when it is resent.
 
 mod admission;
+pub mod cost;
+pub mod lexical;
+pub mod limits;
 mod operation;
 pub mod validation;
+mod variables;
 mod weigh;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -42,8 +46,10 @@ use std::sync::Arc;
 
 use async_graphql_parser::types::ExecutableDocument;
 
-pub use admission::{admit, check_variables, Refusal};
+pub use admission::{admit, Refusal};
+pub use limits::DocumentLimits;
 pub use operation::operation;
+pub use variables::check_variables;
 pub use weigh::heap_size;
 
 use cache_core::key::PrehashedKeys;
@@ -69,6 +75,8 @@ pub struct KeptPlan {
     /// Their values for this plan ([`Conditions::key`]).
     pub conditions: u64,
     pub plan: Arc<Plan>,
+    /// The operation's estimated cost ([`cost`]), when it reads no variable.
+    pub cost: Option<u64>,
 }
 
 /// A cached document: its text (to confirm a hit), its parse and its plans.
@@ -82,10 +90,14 @@ pub struct CachedDocument {
 impl CachedDocument {
     /// The plan for `operation` under `conditions`, if compiled before.
     pub fn plan(&self, operation: Option<&str>, conditions: u64) -> Option<&Arc<Plan>> {
+        self.kept(operation, conditions).map(|p| &p.plan)
+    }
+
+    /// The plan kept for `operation` under `conditions`, with its cost.
+    pub fn kept(&self, operation: Option<&str>, conditions: u64) -> Option<&KeptPlan> {
         self.plans
             .iter()
             .find(|p| p.conditions == conditions && p.operation.as_deref() == operation)
-            .map(|p| &p.plan)
     }
 
     /// The same document with one more plan.
@@ -277,6 +289,7 @@ mod tests {
             conditions_of: Arc::new(Conditions::default()),
             conditions: 0,
             plan: plan.clone(),
+            cost: None,
         };
         cache.add_plan(key, &bare, kept);
         let with = cache.bytes();

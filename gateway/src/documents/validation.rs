@@ -20,18 +20,8 @@ use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, N
 use async_graphql::{ServerError, ValidationMode, ValidationResult, Variables};
 use async_graphql_parser::types::{BaseType, ExecutableDocument, Type};
 
+use super::limits::DocumentLimits;
 use crate::supergraph::{ArgDef, FieldDef, Kind, ObjectDef, Supergraph};
-
-/// Limits the schema enforces on every document.
-#[derive(Debug, Clone)]
-pub struct DocumentLimits {
-    /// Maximum selection depth.
-    pub max_depth: usize,
-    /// Maximum number of fields (every alias counts, fragments expanded) in a document.
-    pub max_fields: usize,
-    /// Maximum number of root fields (each is one subgraph request).
-    pub max_root_fields: usize,
-}
 
 /// The message the stopping extension leaves when validation passed.
 const VALIDATED: &str = "\u{0}validated";
@@ -131,8 +121,12 @@ fn schema(
     .limit_depth(limits.max_depth)
     .limit_recursive_depth(limits.max_depth.max(32))
     .limit_complexity(limits.max_fields)
-    .limit_directives(16)
+    .limit_directives(limits.max_directives)
     .validation_mode(mode);
+    if !limits.introspection {
+        // Production: no field names guessed for the client either.
+        builder = builder.disable_suggestions();
+    }
     if stop {
         builder = builder.extension(StopAfterValidation);
     }

@@ -87,6 +87,8 @@ pub struct Executor {
     pub cache: Option<Arc<ResolverCache>>,
     pub validator: Arc<Validator>,
     pub supergraph: Arc<Supergraph>,
+    /// Largest response written (`--max-answer-bytes`).
+    pub max_answer_bytes: usize,
 }
 
 type Boxed<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;

@@ -18,12 +18,16 @@
 //! against answering wrong data silently: a field it failed to fetch is never a
 //! quiet `null`.
 //!
-//! A field answered from an entry the cache served in place of a failed fetch
-//! (`stale-if-error`) is named in the response's `extensions`:
-//! `"extensions":{"staleIfError":[{"path":["getPost"],"staleSeconds":3.2}]}`, with how
-//! long past its freshness the entry was.
+//! The response's `extensions` ([`extensions`]) name the fields answered from an entry
+//! the cache served in place of a failed fetch (`stale-if-error`), and, when the client
+//! asks, the operation's estimated cost and the answer's size.
+//!
+//! The writer checks the response's length before each object and each list element:
+//! past `--max-answer-bytes` it stops, and the response is one error naming the path
+//! where it stopped.
 
 mod errors;
+mod extensions;
 mod introspection;
 mod leaves;
 
@@ -35,17 +39,32 @@ use crate::server::request::RequestInput;
 use crate::supergraph::Supergraph;
 pub use errors::write_errors;
 use errors::{write_path, Explanation};
+pub use extensions::with_cost;
 use leaves::{leaf, Leaf};
 
-/// `{"data":…,"errors":[…]}` for an executed operation; returns whether it has
-/// errors.
+/// How a response was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    /// It carries errors.
+    pub failed: bool,
+    /// It has an `extensions` member (more can be added per request: [`with_cost`]).
+    pub extended: bool,
+    /// It grew past `max_bytes` and was replaced by an error.
+    pub stopped: bool,
+}
+
+/// `{"data":…,"errors":[…]}` for an executed operation. A response that grows past
+/// `max_bytes` (`--max-answer-bytes`) is not finished: it is replaced by
+/// `{"data":null,"errors":[…]}` with one error naming the path where it stopped.
 pub fn write(
     out: &mut Vec<u8>,
     plan: &Plan,
     outcome: &Outcome,
     input: &RequestInput,
     supergraph: &Supergraph,
-) -> bool {
+    max_bytes: usize,
+) -> Written {
+    let begin = out.len();
     let mut writer = Writer {
         plan,
         outcome,
@@ -55,6 +74,9 @@ pub fn write(
         path: Vec::with_capacity(8),
         errors: Vec::new(),
         count: 0,
+        max_bytes: begin.saturating_add(max_bytes),
+        limit: max_bytes,
+        stopped: None,
     };
     for e in outcome.errors.iter().filter(|e| !e.failed_fetch) {
         writer.found_error(e);
@@ -67,7 +89,19 @@ pub fn write(
     }
     out.extend_from_slice(b"{\"data\":");
     let start = out.len();
-    if !writer.root(out) {
+    let complete = writer.root(out);
+    if let Some(stopped) = writer.stopped.take() {
+        out.truncate(begin);
+        out.extend_from_slice(b"{\"data\":null,\"errors\":[");
+        out.extend_from_slice(&stopped);
+        out.extend_from_slice(b"]}");
+        return Written {
+            failed: true,
+            extended: false,
+            stopped: true,
+        };
+    }
+    if !complete {
         out.truncate(start);
         out.extend_from_slice(b"null");
     }
@@ -77,22 +111,13 @@ pub fn write(
         out.extend_from_slice(&writer.errors);
         out.push(b']');
     }
-    if !outcome.stale.is_empty() {
-        out.extend_from_slice(b",\"extensions\":{\"staleIfError\":[");
-        for (i, (path, stale_for)) in outcome.stale.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(b"{\"path\":");
-            write_path(out, &[], path);
-            out.extend_from_slice(
-                format!(",\"staleSeconds\":{:.3}}}", stale_for.as_secs_f64()).as_bytes(),
-            );
-        }
-        out.extend_from_slice(b"]}");
-    }
+    let extended = extensions::stale(out, &outcome.stale);
     out.push(b'}');
-    failed
+    Written {
+        failed,
+        extended,
+        stopped: false,
+    }
 }
 
 /// The object whose fields [`Writer::fields`] writes.
@@ -121,6 +146,12 @@ struct Writer<'a> {
     /// The errors' JSON, comma-separated.
     errors: Vec<u8>,
     count: usize,
+    /// The length `out` may reach (`--max-answer-bytes` past where the response began).
+    max_bytes: usize,
+    /// `--max-answer-bytes`, for the error.
+    limit: usize,
+    /// The error that stopped the writing, once the response grew past `max_bytes`.
+    stopped: Option<Vec<u8>>,
 }
 
 impl<'a> Writer<'a> {
@@ -181,7 +212,32 @@ impl<'a> Writer<'a> {
         self.fields(out, variant, Object::View(view))
     }
 
+    /// Whether the response has grown past its bound: if so, the error that says so
+    /// is kept (once) and the caller stops writing.
+    fn over(&mut self, out: &[u8]) -> bool {
+        if out.len() <= self.max_bytes {
+            return false;
+        }
+        if self.stopped.is_none() {
+            let mut error = Vec::with_capacity(128);
+            error.extend_from_slice(b"{\"message\":");
+            let message = format!(
+                "the response grew past {} bytes (--max-answer-bytes) and was not finished; it stopped at this path",
+                self.limit
+            );
+            let _ = serde_json::to_writer(&mut error, &message);
+            error.extend_from_slice(b",\"path\":");
+            write_path(&mut error, &self.path, &[]);
+            error.extend_from_slice(b",\"extensions\":{\"code\":\"ANSWER_TOO_LARGE\"}}");
+            self.stopped = Some(error);
+        }
+        true
+    }
+
     fn fields(&mut self, out: &mut Vec<u8>, variant: &'a Variant, object: Object<'_>) -> bool {
+        if self.stopped.is_some() || self.over(out) {
+            return false;
+        }
         out.push(b'{');
         let mut ok = true;
         // The member read last from the view's first answer: fields usually come in
@@ -232,6 +288,9 @@ impl<'a> Writer<'a> {
                 },
             };
             self.path.pop();
+            if self.stopped.is_some() {
+                return false;
+            }
             ok &= field_ok;
         }
         out.push(b'}');
@@ -333,6 +392,9 @@ impl<'a> Writer<'a> {
                     out.push(b',');
                 }
                 self.path.push(Step::Index(i));
+                if self.stopped.is_some() || self.over(out) {
+                    return false;
+                }
                 ok &= self.value(out, &item, field, level + 1);
                 self.path.pop();
             }

@@ -1,4 +1,6 @@
-//! The gateway's counters and request-latency histogram, rendered as Prometheus text.
+//! The gateway's counters (requests, subgraph requests, refusals by limit, operations'
+//! estimated costs and answer bytes) and request-latency histogram, rendered as
+//! Prometheus text.
 //!
 //! Everything is a relaxed atomic: counters are read only by `/metrics`, which needs
 //! no snapshot consistency across them, and the hot path pays one uncontended
@@ -14,6 +16,45 @@ const LATENCY_BUCKETS: [f64; 14] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
+/// The limits a request can be refused by, as `gateway_refused_total` labels them.
+#[derive(Debug, Clone, Copy)]
+pub enum Limit {
+    /// The text's tokens or nesting (`--max-tokens`, `--max-depth`).
+    Text,
+    /// Fields, fragments, root fields, aliases, reserved names (admission).
+    Document,
+    /// The estimated cost (`--max-cost`).
+    Cost,
+    /// The plan's subgraph requests (`--max-subgraph-requests`).
+    Fetches,
+    /// Introspection while it is off.
+    Introspection,
+    /// The response's bytes (`--max-answer-bytes`).
+    Answer,
+}
+
+impl Limit {
+    const ALL: [Limit; 6] = [
+        Limit::Text,
+        Limit::Document,
+        Limit::Cost,
+        Limit::Fetches,
+        Limit::Introspection,
+        Limit::Answer,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Limit::Text => "text",
+            Limit::Document => "document",
+            Limit::Cost => "cost",
+            Limit::Fetches => "subgraph_requests",
+            Limit::Introspection => "introspection",
+            Limit::Answer => "answer_bytes",
+        }
+    }
+}
+
 /// A renderer of more metrics, registered by another layer.
 type Section = Box<dyn Fn(&mut String) + Send + Sync>;
 
@@ -24,6 +65,12 @@ pub struct Metrics {
     latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
     latency_count: AtomicU64,
     latency_sum_micros: AtomicU64,
+    /// Requests refused by each [`Limit`].
+    refused: [AtomicU64; Limit::ALL.len()],
+    /// Executed operations, and the sums of their estimated costs and answer bytes.
+    operations: AtomicU64,
+    cost_sum: AtomicU64,
+    answer_bytes_sum: AtomicU64,
     /// Extra sections (e.g. cache counters) appended by other layers.
     extra: std::sync::RwLock<Vec<Section>>,
 }
@@ -40,6 +87,10 @@ impl Metrics {
             latency_buckets: std::array::from_fn(|_| AtomicU64::new(0)),
             latency_count: AtomicU64::new(0),
             latency_sum_micros: AtomicU64::new(0),
+            refused: std::array::from_fn(|_| AtomicU64::new(0)),
+            operations: AtomicU64::new(0),
+            cost_sum: AtomicU64::new(0),
+            answer_bytes_sum: AtomicU64::new(0),
             extra: Default::default(),
         }
     }
@@ -57,6 +108,20 @@ impl Metrics {
         self.latency_count.fetch_add(1, Relaxed);
         self.latency_sum_micros
             .fetch_add(elapsed.as_micros() as u64, Relaxed);
+    }
+
+    /// A request refused by `limit`.
+    pub fn refused(&self, limit: Limit) {
+        self.refused[limit as usize].fetch_add(1, Relaxed);
+    }
+
+    /// An operation executed (or answered from a stored response) with this estimated
+    /// cost and answer size.
+    pub fn operation(&self, estimated_cost: u64, answer_bytes: usize) {
+        self.operations.fetch_add(1, Relaxed);
+        self.cost_sum.fetch_add(estimated_cost, Relaxed);
+        self.answer_bytes_sum
+            .fetch_add(answer_bytes as u64, Relaxed);
     }
 
     /// GraphQL requests answered so far (any outcome).
@@ -127,6 +192,39 @@ impl Metrics {
             "gateway_upstream_errors_total",
             "Subgraph requests that got no GraphQL response.",
             per_subgraph(|u| &u.2),
+        );
+        family(
+            &mut out,
+            "counter",
+            "gateway_refused_total",
+            "Requests refused by a limit, before any fetch (answer_bytes: while written).",
+            Limit::ALL.iter().map(|l| {
+                (
+                    format!("limit=\"{}\"", l.label()),
+                    self.refused[*l as usize].load(Relaxed),
+                )
+            }),
+        );
+        family(
+            &mut out,
+            "counter",
+            "gateway_operations_total",
+            "Operations answered after planning (executed, or from a stored response).",
+            [("", self.operations.load(Relaxed))],
+        );
+        family(
+            &mut out,
+            "counter",
+            "gateway_operation_cost_sum",
+            "The sum of those operations' estimated costs (--max-cost).",
+            [("", self.cost_sum.load(Relaxed))],
+        );
+        family(
+            &mut out,
+            "counter",
+            "gateway_answer_bytes_sum",
+            "The sum of those operations' response bytes (--max-answer-bytes).",
+            [("", self.answer_bytes_sum.load(Relaxed))],
         );
         let _ = writeln!(
             out,

@@ -1,9 +1,9 @@
 //! Request decoding and limits: from an HTTP request to a GraphQL request, or a 4xx.
 //!
 //! Everything here runs before any GraphQL work: the body's size and the time it
-//! takes to arrive, its content type, its JSON shape, what the client accepts, and
-//! the nesting depth of the query text (so the parser never recurses deeper than the
-//! depth limit allows). Status codes follow the GraphQL-over-HTTP spec: a request
+//! takes to arrive, its content type, its JSON shape and what the client accepts
+//! (the query text's own size, in tokens and nesting, is measured by
+//! [`crate::documents::lexical`]). Status codes follow the GraphQL-over-HTTP spec: a request
 //! that is not a GraphQL request at all gets a 4xx with a message naming what is
 //! wrong.
 //!
@@ -23,8 +23,6 @@ use serde_json::value::RawValue;
 #[derive(Debug, Clone)]
 pub struct RequestLimits {
     pub max_body_bytes: usize,
-    /// Maximum nesting of `{`, `(` and `[` in the query text.
-    pub max_text_nesting: usize,
     pub body_read_timeout: Duration,
     pub header_read_timeout: Duration,
     pub request_timeout: Duration,
@@ -125,6 +123,31 @@ pub struct GraphqlRequest<'b> {
     /// The `variables` object, when sent and not null.
     pub variables: Option<serde_json::Map<String, serde_json::Value>>,
     pub operation_name: Option<Cow<'b, str>>,
+    /// `extensions.cost: true`: the client asks for the operation's estimated cost and
+    /// its answer's size in the response's `extensions`.
+    pub cost: bool,
+}
+
+/// What the gateway reads of a request's `extensions` (other members are ignored).
+#[derive(Deserialize)]
+struct Extensions {
+    #[serde(default)]
+    cost: bool,
+}
+
+/// The client's `extensions` (a JSON object, or null), as far as the gateway reads it.
+fn extensions(text: &str) -> Result<Extensions, Rejection> {
+    if text == "null" {
+        return Ok(Extensions { cost: false });
+    }
+    if !text.trim_start().starts_with('{') {
+        return Err(Rejection::bad_request("\"extensions\" must be an object"));
+    }
+    serde_json::from_str(text).map_err(|e| {
+        Rejection::bad_request(format!(
+            "\"extensions\" could not be read ({e}): \"cost\", when sent, must be a boolean"
+        ))
+    })
 }
 
 /// The members of a JSON body, each left raw until its type is checked.
@@ -190,15 +213,15 @@ impl<'b> GraphqlRequest<'b> {
                     .ok_or_else(|| Rejection::bad_request("\"operationName\" must be a string"))?,
             ),
         };
-        if let Some(raw) = members.extensions {
-            if !is_null(raw) && !raw.get().starts_with('{') {
-                return Err(Rejection::bad_request("\"extensions\" must be an object"));
-            }
-        }
+        let cost = match members.extensions {
+            Some(raw) => extensions(raw.get())?.cost,
+            None => false,
+        };
         Ok(GraphqlRequest {
             query,
             variables,
             operation_name,
+            cost,
         })
     }
 
@@ -223,53 +246,17 @@ impl<'b> GraphqlRequest<'b> {
                 }
             },
         };
+        let cost = match params.remove("extensions") {
+            Some(text) => extensions(&text)?.cost,
+            None => false,
+        };
         Ok(GraphqlRequest {
             query: Cow::Owned(query),
             variables,
             operation_name: params.remove("operationName").map(Cow::Owned),
+            cost,
         })
     }
-}
-
-/// The deepest nesting of `{`, `(` and `[` outside strings and comments.
-pub fn text_nesting(query: &str) -> usize {
-    let bytes = query.as_bytes();
-    let (mut depth, mut max, mut i) = (0usize, 0usize, 0usize);
-    while i < bytes.len() {
-        match bytes[i] {
-            b'#' => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'"' => {
-                let block = bytes[i..].starts_with(b"\"\"\"");
-                i += if block { 3 } else { 1 };
-                while i < bytes.len() {
-                    if bytes[i] == b'\\' {
-                        i += 2;
-                        continue;
-                    }
-                    if block && bytes[i..].starts_with(b"\"\"\"") {
-                        i += 2;
-                        break;
-                    }
-                    if !block && (bytes[i] == b'"' || bytes[i] == b'\n') {
-                        break;
-                    }
-                    i += 1;
-                }
-            }
-            b'{' | b'(' | b'[' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b'}' | b')' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        i += 1;
-    }
-    max
 }
 
 /// The whole body, within the size and time limits.
@@ -401,15 +388,6 @@ impl RequestInput {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn nesting_ignores_strings_and_comments() {
-        assert_eq!(text_nesting("{ a { b } }"), 2);
-        assert_eq!(text_nesting(r#"{ a(s: "{{{{") }"#), 2);
-        assert_eq!(text_nesting("# {{{{\n{ a }"), 1);
-        assert_eq!(text_nesting(r#"{ a(s: """ {{{ \""" """) }"#), 2);
-        assert_eq!(text_nesting(&"{a".repeat(1000)), 1000);
-    }
 
     #[test]
     fn the_query_is_borrowed_unless_it_has_escapes() {

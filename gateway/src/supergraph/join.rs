@@ -84,7 +84,18 @@ impl Supergraph {
             });
         }
         let consumer = planner.consumer_schema.document.to_string();
-        let public = public::read(&consumer).map_err(fail)?;
+        let mut public = public::read(&consumer).map_err(fail)?;
+        for (type_name, sizes) in super::list_size::read(&doc) {
+            let fields = match public.types.get_mut(&type_name).map(|t| &mut t.kind) {
+                Some(super::Kind::Object(o) | super::Kind::Interface(o)) => &mut o.fields,
+                _ => continue,
+            };
+            for (field, size) in sizes {
+                if let Some(def) = fields.get_mut(&field) {
+                    def.list_size = Some(size);
+                }
+            }
+        }
         let model = Supergraph::assemble(subgraphs, public, Arc::from(sdl));
         Ok((model, planner))
     }

@@ -20,6 +20,7 @@
 pub mod compose;
 mod emit;
 pub mod join;
+pub mod list_size;
 mod public;
 
 use std::collections::{BTreeSet, HashMap};
@@ -94,6 +95,8 @@ pub struct FieldDef {
     pub ty: Type,
     pub args: Vec<ArgDef>,
     pub deprecation: Option<String>,
+    /// Its `@listSize`, when the supergraph gives one.
+    pub list_size: Option<list_size::ListSize>,
 }
 
 #[derive(Debug, Clone)]
@@ -232,6 +235,14 @@ impl Supergraph {
         }
         Ok(())
     }
+}
+
+/// A model of the public schema `sdl` alone, with no subgraphs: for unit tests of what
+/// reads the schema.
+#[cfg(test)]
+pub(crate) fn from_public_sdl(sdl: &str) -> Supergraph {
+    let public = public::read(sdl).expect("the SDL reads");
+    Supergraph::assemble(Vec::new(), public, Arc::from(sdl))
 }
 
 /// The named type at the bottom of a (possibly list, possibly non-null) type.

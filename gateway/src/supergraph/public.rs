@@ -127,6 +127,7 @@ fn fields(defs: Vec<Positioned<FieldDefinition>>) -> IndexMap<String, FieldDef> 
                 ty: f.ty.node,
                 args: f.arguments.iter().map(|a| arg_def(&a.node)).collect(),
                 deprecation: deprecation(&f.directives),
+                list_size: None,
             };
             (name, def)
         })

@@ -17,7 +17,7 @@ use std::time::Duration;
 use std::time::Instant;
 
 use axum::Router;
-use gateway::documents::validation::DocumentLimits;
+use gateway::documents::DocumentLimits;
 use gateway::server::request::RequestLimits;
 use gateway::startup::{Backoff, GatewayConfig, GraphSource};
 use gateway::supergraph::Subgraph;
@@ -127,17 +127,12 @@ pub fn config(subgraphs: Vec<Subgraph>) -> GatewayConfig {
         max_upstream_body_bytes: 64 << 20,
         requests: RequestLimits {
             max_body_bytes: 1 << 20,
-            max_text_nesting: 80,
             body_read_timeout: Duration::from_millis(500),
             header_read_timeout: Duration::from_millis(500),
             request_timeout: Duration::from_secs(10),
             max_executing: 0,
         },
-        documents: DocumentLimits {
-            max_depth: 32,
-            max_fields: 2000,
-            max_root_fields: 64,
-        },
+        documents: DocumentLimits::default(),
         profiling: true,
         cache: None,
         request_strategy: None,
