@@ -255,13 +255,23 @@ async fn oversized_deep_and_flooding_documents_are_refused() {
     let (status, text) = lab.post_raw(big).await;
     assert_eq!(status, 413, "{text}");
     assert!(first_error(&text).contains("larger than"));
-    // Deep nesting: refused from the text, before the parser recurses.
+    // Deep nesting: refused from the text, before the parser recurses; by its tokens
+    // when it has more than --max-tokens, else by its nesting.
     let deep = format!("{}{}", "{ me ".repeat(20_000), "}".repeat(20_000));
     let (status, text) = lab
         .post_raw(serde_json::to_vec(&json!({ "query": deep })).unwrap())
         .await;
     assert_eq!(status, 400, "{text}");
-    assert!(first_error(&text).contains("nests 20000 levels"));
+    assert!(
+        first_error(&text).contains("more than 15000 tokens"),
+        "{text}"
+    );
+    let deep = format!("{}{}", "{".repeat(5_000), "}".repeat(5_000));
+    let (status, text) = lab
+        .post_raw(serde_json::to_vec(&json!({ "query": deep })).unwrap())
+        .await;
+    assert_eq!(status, 400, "{text}");
+    assert!(first_error(&text).contains("nests 5000 levels"), "{text}");
     // Nesting that passes the text check but not the depth limit.
     let mut chain = String::from("{ me { topPosts(count: 1) { ");
     for _ in 0..20 {
@@ -282,8 +292,9 @@ async fn oversized_deep_and_flooding_documents_are_refused() {
                 .contains("depth"),
         "{v}"
     );
-    // An alias flood: 3000 aliased fields exceed the field limit (2000 here).
-    let flood: String = (0..3000)
+    // An alias flood: 1200 aliased fields (12,000 tokens) exceed the field limit (2000
+    // here).
+    let flood: String = (0..1200)
         .map(|i| format!("a{i}: topPosts(count: 1) {{ pid }} "))
         .collect();
     let v = lab.query(&format!("{{ {flood} }}")).await;
@@ -292,7 +303,7 @@ async fn oversized_deep_and_flooding_documents_are_refused() {
         v["errors"][0]["message"]
             .as_str()
             .unwrap()
-            .contains("selects 6000 fields"),
+            .contains("selects 2400 fields"),
         "{v}"
     );
     // Still serving.

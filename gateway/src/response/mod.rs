@@ -22,7 +22,7 @@
 //! the cache served in place of a failed fetch (`stale-if-error`), and, when the client
 //! asks, the operation's estimated cost and the answer's size.
 //!
-//! The writer checks the response's length before each object and each list element:
+//! The writer checks the response's length at each object, list element and field:
 //! past `--max-answer-bytes` it stops, and the response is one error naming the path
 //! where it stopped.
 
@@ -287,10 +287,10 @@ impl<'a> Writer<'a> {
                     }
                 },
             };
-            self.path.pop();
-            if self.stopped.is_some() {
+            if self.stopped.is_some() || self.over(out) {
                 return false;
             }
+            self.path.pop();
             ok &= field_ok;
         }
         out.push(b'}');
