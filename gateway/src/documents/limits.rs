@@ -72,7 +72,7 @@ impl Default for DocumentLimits {
             max_directives: 16,
             max_cost: Some(DEFAULT_MAX_COST),
             list_size: DEFAULT_LIST_SIZE,
-            max_subgraph_requests: 64,
+            max_subgraph_requests: 32,
             max_answer_bytes: 16 << 20,
             introspection: true,
         }
@@ -116,8 +116,9 @@ pub struct LimitArgs {
     /// or @listSize bounds, when estimating cost.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_LIST_SIZE)]
     pub list_size: u64,
-    /// Most subgraph requests one operation's plan may make.
-    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Most subgraph requests one operation's plan may make (the committed experiments'
+    /// largest plan makes 15).
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_subgraph_requests: u64,
     /// Largest subgraph answer read and largest response written for one operation,
     /// in bytes: past it, the answer is an error naming the path where it stopped.
