@@ -28,8 +28,9 @@
 //!
 //! `POST /validate` ([`Run::Validate`]) takes the same steps up to the plan and stops
 //! there: a tool can check an operation against the supergraph (a mutation included)
-//! without running it. A valid one is answered `{"valid":true,"operation":"query"}`,
-//! an invalid one with the errors it would have got.
+//! without running it. A valid one is answered
+//! `{"valid":true,"operation":"query","estimatedCost":7}`, an invalid one (its cost
+//! over `--max-cost` included) with the errors it would have got.
 
 use std::sync::Arc;
 use std::task::Poll;
@@ -266,7 +267,7 @@ pub async fn handle(
     if run == Run::Validate {
         app.metrics.request(started.elapsed(), false);
         let kind = if plan.mutation { "mutation" } else { "query" };
-        let body = format!(r#"{{"valid":true,"operation":"{kind}"}}"#);
+        let body = format!(r#"{{"valid":true,"operation":"{kind}","estimatedCost":{estimated}}}"#);
         return respond(StatusCode::OK, Bytes::from(body), MediaType::Json);
     }
     // 4. Execution, and 5. the response: through the request-level strategy when one

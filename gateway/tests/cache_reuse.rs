@@ -127,7 +127,10 @@ async fn validate_checks_and_plans_an_operation_without_running_it() {
     let (status, answer) = validate(&lab, json!({ "query": "{ me { id name } }" })).await;
     assert_eq!(
         (status, answer),
-        (200, json!({ "valid": true, "operation": "query" }))
+        (
+            200,
+            json!({ "valid": true, "operation": "query", "estimatedCost": 1 })
+        )
     );
     // A mutation is validated, and not run.
     let mutation = "mutation($p: ID!, $t: String!) { updatePostTitle(pid: $p, title: $t) { pid } }";
@@ -138,7 +141,10 @@ async fn validate_checks_and_plans_an_operation_without_running_it() {
     .await;
     assert_eq!(
         (status, answer),
-        (200, json!({ "valid": true, "operation": "mutation" }))
+        (
+            200,
+            json!({ "valid": true, "operation": "mutation", "estimatedCost": 10 })
+        )
     );
     assert_eq!(
         lab.subgraph_requests().await,

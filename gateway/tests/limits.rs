@@ -351,3 +351,50 @@ async fn every_committed_experiment_fits_the_default_limits() {
     let doc = async_graphql_parser::parse_query(&big).unwrap();
     admit(&doc, &raised).unwrap();
 }
+
+#[tokio::test]
+async fn list_size_in_a_supergraph_file_sizes_the_estimate() {
+    // The committed supergraph, with Product.reviews sized as IBM's cost specification
+    // writes it: by its `first` when given, else 2.
+    let sdl = common::commerce::supergraph();
+    let marked = "  reviews(first: Int): [Review!]! @join__field(graph: REVIEWS)\n";
+    assert!(sdl.contains(marked));
+    let sdl = sdl.replacen(
+        marked,
+        "  reviews(first: Int): [Review!]! @join__field(graph: REVIEWS) @listSize(assumedSize: 2, slicingArguments: [\"first\"])\n",
+        1,
+    ) + "\ndirective @listSize(assumedSize: Int, slicingArguments: [String!], sizedFields: [String!], requireOneSlicingArgument: Boolean = true) on FIELD_DEFINITION\n";
+    let subgraphs = gateway::supergraph::join::subgraphs_of(&sdl).unwrap();
+    let gateway = common::gateway_over_supergraph(sdl, subgraphs, |_| {}).await;
+    let http = reqwest::Client::new();
+    let validate = format!("http://{}/validate", gateway.addr);
+    let cost = |query: &'static str| {
+        let (http, validate) = (http.clone(), validate.clone());
+        async move {
+            let v: Value = http
+                .post(validate)
+                .json(&json!({ "query": query }))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            v["estimatedCost"].as_u64().unwrap_or_else(|| panic!("{v}"))
+        }
+    };
+    // topProducts(first: 3) × (1 + reviews × (1 + author 1)).
+    assert_eq!(
+        cost("{ topProducts(first: 3) { reviews { author { name } } } }").await,
+        3 * (1 + 2 * 2)
+    );
+    assert_eq!(
+        cost("{ topProducts(first: 3) { reviews(first: 5) { author { name } } } }").await,
+        3 * (1 + 5 * 2)
+    );
+    // User.reviews has no @listSize: --list-size (10).
+    assert_eq!(
+        cost("{ users(first: 1) { reviews { body } } }").await,
+        1 + 10
+    );
+}
