@@ -212,30 +212,38 @@ impl<'a> Writer<'a> {
         self.fields(out, variant, Object::View(view))
     }
 
-    /// Whether the response has grown past its bound: if so, the error that says so
-    /// is kept (once) and the caller stops writing.
+    /// Whether writing must stop: the response has grown past its bound (the error
+    /// that says so is then kept, once), or it did before.
+    #[inline]
     fn over(&mut self, out: &[u8]) -> bool {
-        if out.len() <= self.max_bytes {
+        if self.stopped.is_none() && out.len() <= self.max_bytes {
             return false;
         }
-        if self.stopped.is_none() {
-            let mut error = Vec::with_capacity(128);
-            error.extend_from_slice(b"{\"message\":");
-            let message = format!(
-                "the response grew past {} bytes (--max-answer-bytes) and was not finished; it stopped at this path",
-                self.limit
-            );
-            let _ = serde_json::to_writer(&mut error, &message);
-            error.extend_from_slice(b",\"path\":");
-            write_path(&mut error, &self.path, &[]);
-            error.extend_from_slice(b",\"extensions\":{\"code\":\"ANSWER_TOO_LARGE\"}}");
-            self.stopped = Some(error);
-        }
+        self.stop();
         true
     }
 
+    /// Keep the error that stops the response at the current path (the first time).
+    #[cold]
+    fn stop(&mut self) {
+        if self.stopped.is_some() {
+            return;
+        }
+        let mut error = Vec::with_capacity(128);
+        error.extend_from_slice(b"{\"message\":");
+        let message = format!(
+            "the response grew past {} bytes (--max-answer-bytes) and was not finished; it stopped at this path",
+            self.limit
+        );
+        let _ = serde_json::to_writer(&mut error, &message);
+        error.extend_from_slice(b",\"path\":");
+        write_path(&mut error, &self.path, &[]);
+        error.extend_from_slice(b",\"extensions\":{\"code\":\"ANSWER_TOO_LARGE\"}}");
+        self.stopped = Some(error);
+    }
+
     fn fields(&mut self, out: &mut Vec<u8>, variant: &'a Variant, object: Object<'_>) -> bool {
-        if self.stopped.is_some() || self.over(out) {
+        if self.over(out) {
             return false;
         }
         out.push(b'{');
@@ -256,6 +264,9 @@ impl<'a> Writer<'a> {
             out.extend_from_slice(&field.key_json);
             if let Object::View(view) = object {
                 if self.hinted_leaf(out, view, field, first_by, &mut cursor) {
+                    if self.over(out) {
+                        return false;
+                    }
                     continue;
                 }
             }
@@ -287,7 +298,7 @@ impl<'a> Writer<'a> {
                     }
                 },
             };
-            if self.stopped.is_some() || self.over(out) {
+            if self.over(out) {
                 return false;
             }
             self.path.pop();
@@ -392,7 +403,7 @@ impl<'a> Writer<'a> {
                     out.push(b',');
                 }
                 self.path.push(Step::Index(i));
-                if self.stopped.is_some() || self.over(out) {
+                if self.over(out) {
                     return false;
                 }
                 ok &= self.value(out, &item, field, level + 1);
