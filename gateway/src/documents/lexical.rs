@@ -65,6 +65,24 @@ pub fn shape(query: &str, max_tokens: usize) -> TextShape {
     TextShape { tokens, nesting }
 }
 
+/// Refuse `query` when it has more than `max_tokens` tokens or nests deeper than
+/// `max_nesting`, with a message naming the flag.
+pub fn check(query: &str, max_tokens: usize, max_nesting: usize) -> Result<(), String> {
+    let shape = shape(query, max_tokens);
+    if shape.tokens > max_tokens {
+        return Err(format!(
+            "the query has more than {max_tokens} tokens (--max-tokens)"
+        ));
+    }
+    if shape.nesting > max_nesting {
+        return Err(format!(
+            "the query nests {} levels deep; the limit is {max_nesting} (2 × --max-depth + 16)",
+            shape.nesting
+        ));
+    }
+    Ok(())
+}
+
 /// A byte of a name or a number (`-12.5e+3`): one run of them is one token.
 fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'+' | b'.')

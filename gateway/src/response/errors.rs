@@ -2,7 +2,8 @@
 //! ([`write_errors`]), and those the writer reports at the place it stands
 //! (`Writer::error`), or explains by what execution recorded there: a subgraph's own
 //! error, already reported, or a failed fetch's, reported at each place it leaves
-//! without a value (`Writer::unexplained`). Paths are written as JSON arrays
+//! without a value (`Writer::unexplained`); and the one error that replaces a response
+//! grown past `--max-answer-bytes` (`Writer::over`). Paths are written as JSON arrays
 //! ([`write_path`]).
 
 use async_graphql::ServerError;
@@ -30,6 +31,36 @@ pub(super) enum Explanation<'a> {
 }
 
 impl<'a> Writer<'a> {
+    /// Whether writing must stop: the response has grown past its bound (the error
+    /// that says so is then kept, once), or it did before.
+    #[inline]
+    pub(super) fn over(&mut self, out: &[u8]) -> bool {
+        if self.stopped.is_none() && out.len() <= self.max_bytes {
+            return false;
+        }
+        self.stop();
+        true
+    }
+
+    /// Keep the error that stops the response at the current path (the first time).
+    #[cold]
+    fn stop(&mut self) {
+        if self.stopped.is_some() {
+            return;
+        }
+        let mut error = Vec::with_capacity(128);
+        error.extend_from_slice(b"{\"message\":");
+        let message = format!(
+            "the response grew past {} bytes (--max-answer-bytes) and was not finished; it stopped at this path",
+            self.limit
+        );
+        let _ = serde_json::to_writer(&mut error, &message);
+        error.extend_from_slice(b",\"path\":");
+        write_path(&mut error, &self.path, &[]);
+        error.extend_from_slice(b",\"extensions\":{\"code\":\"ANSWER_TOO_LARGE\"}}");
+        self.stopped = Some(error);
+    }
+
     pub(super) fn separator(&mut self) {
         if self.count > 0 {
             self.errors.push(b',');

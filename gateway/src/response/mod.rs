@@ -38,7 +38,7 @@ use crate::plan::{FieldKind, OutField, Plan, Selection, Sources, Variant};
 use crate::server::request::RequestInput;
 use crate::supergraph::Supergraph;
 pub use errors::write_errors;
-use errors::{write_path, Explanation};
+use errors::Explanation;
 pub use extensions::with_cost;
 use leaves::{leaf, Leaf};
 
@@ -210,36 +210,6 @@ impl<'a> Writer<'a> {
             }
         };
         self.fields(out, variant, Object::View(view))
-    }
-
-    /// Whether writing must stop: the response has grown past its bound (the error
-    /// that says so is then kept, once), or it did before.
-    #[inline]
-    fn over(&mut self, out: &[u8]) -> bool {
-        if self.stopped.is_none() && out.len() <= self.max_bytes {
-            return false;
-        }
-        self.stop();
-        true
-    }
-
-    /// Keep the error that stops the response at the current path (the first time).
-    #[cold]
-    fn stop(&mut self) {
-        if self.stopped.is_some() {
-            return;
-        }
-        let mut error = Vec::with_capacity(128);
-        error.extend_from_slice(b"{\"message\":");
-        let message = format!(
-            "the response grew past {} bytes (--max-answer-bytes) and was not finished; it stopped at this path",
-            self.limit
-        );
-        let _ = serde_json::to_writer(&mut error, &message);
-        error.extend_from_slice(b",\"path\":");
-        write_path(&mut error, &self.path, &[]);
-        error.extend_from_slice(b",\"extensions\":{\"code\":\"ANSWER_TOO_LARGE\"}}");
-        self.stopped = Some(error);
     }
 
     fn fields(&mut self, out: &mut Vec<u8>, variant: &'a Variant, object: Object<'_>) -> bool {
