@@ -118,6 +118,15 @@ fn bad_limits_are_refused_by_name() {
     refused(&["--drain-timeout", "forever"], "--drain-timeout");
     refused(&["--max-connections", "lots"], "--max-connections");
     refused(&["--worker-threads", "0"], "--worker-threads");
+    // The operation limits (docs/gateway.md, "Limits").
+    refused(&["--max-tokens", "0"], "--max-tokens");
+    refused(&["--max-depth", "0"], "--max-depth");
+    refused(&["--max-fields", "many"], "--max-fields");
+    refused(&["--max-aliases", "some"], "--max-aliases");
+    refused(&["--max-cost", "cheap"], "--max-cost");
+    refused(&["--max-subgraph-requests", "0"], "--max-subgraph-requests");
+    refused(&["--max-answer-bytes", "0"], "--max-answer-bytes");
+    refused(&["--introspection", "maybe"], "--introspection");
 }
 
 #[tokio::test]
