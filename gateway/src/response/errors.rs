@@ -35,7 +35,9 @@ impl<'a> Writer<'a> {
     /// that says so is then kept, once), or it did before.
     #[inline]
     pub(super) fn over(&mut self, out: &[u8]) -> bool {
-        if self.stopped.is_none() && out.len() <= self.max_bytes {
+        // One comparison on the common path: once stopped, the bound is 0, which a
+        // response that has begun is always past.
+        if out.len() <= self.max_bytes {
             return false;
         }
         self.stop();
@@ -59,6 +61,7 @@ impl<'a> Writer<'a> {
         write_path(&mut error, &self.path, &[]);
         error.extend_from_slice(b",\"extensions\":{\"code\":\"ANSWER_TOO_LARGE\"}}");
         self.stopped = Some(error);
+        self.max_bytes = 0;
     }
 
     pub(super) fn separator(&mut self) {

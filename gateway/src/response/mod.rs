@@ -146,7 +146,8 @@ struct Writer<'a> {
     /// The errors' JSON, comma-separated.
     errors: Vec<u8>,
     count: usize,
-    /// The length `out` may reach (`--max-answer-bytes` past where the response began).
+    /// The length `out` may reach (`--max-answer-bytes` past where the response began);
+    /// 0 once the writing has stopped.
     max_bytes: usize,
     /// `--max-answer-bytes`, for the error.
     limit: usize,
