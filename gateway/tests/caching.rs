@@ -177,6 +177,47 @@ async fn a_policy_can_key_by_the_caller_instead() {
 }
 
 #[tokio::test]
+async fn a_policy_keyed_by_the_caller_tells_every_header_value_apart() {
+    let policies = common::me_keyed_by_caller();
+    let lab = Lab::start_with(|c| {
+        let mut settings = cache(60.0).unwrap();
+        settings.policies = policies;
+        c.cache = Some(settings);
+    })
+    .await;
+    let body = json!({ "query": "{ me { id } }" }).to_string();
+    // No header; an empty one; two tokens apart only in a byte that is not visible
+    // ASCII. Each is its own caller: four misses, then four hits.
+    let callers: [Option<&[u8]>; 4] = [
+        None,
+        Some(b""),
+        Some(b"Bearer x\xff"),
+        Some(b"Bearer x\x80"),
+    ];
+    for _ in 0..2 {
+        for caller in callers {
+            let mut request = lab
+                .http
+                .post(lab.gateway.url())
+                .header("content-type", "application/json")
+                .body(body.clone());
+            if let Some(bytes) = caller {
+                let value = reqwest::header::HeaderValue::from_bytes(bytes).unwrap();
+                request = request.header("authorization", value);
+            }
+            assert_eq!(request.send().await.unwrap().status(), 200);
+        }
+    }
+    let text = lab.metrics(&lab.gateway).await;
+    for series in [
+        "gateway_cache_misses_total{namespace=\"Query.me\"} 4",
+        "gateway_cache_hits_total{namespace=\"Query.me\"} 4",
+    ] {
+        assert!(text.contains(series), "{series}: {text}");
+    }
+}
+
+#[tokio::test]
 async fn errors_are_never_cached_and_a_subgraph_that_returns_is_seen_at_once() {
     let mut lab = Lab::start_with(|c| c.cache = cache(10.0)).await;
     let user_addr = lab.stop_user().await;

@@ -96,6 +96,48 @@ async fn coalesce_never_shares_an_execution_across_credentials() {
 }
 
 #[tokio::test]
+async fn coalesce_keys_the_caller_byte_for_byte() {
+    // Tokens that differ only in a byte that is not UTF-8, an empty header and none:
+    // the subgraph is sent each as it came, so each is a caller of its own.
+    let delayed_user =
+        subgraph_host::router("user", user_service::schema(), Duration::from_secs(1));
+    let lab = Lab::start_over(delayed_user, common::post_router(), |c| {
+        c.request_strategy = Some(RequestStrategy::Coalesce);
+    })
+    .await;
+    let body = json!({ "query": "{ me { id } }" }).to_string();
+    let before = lab.subgraph_requests().await.0;
+    let callers: [Option<&[u8]>; 4] = [
+        Some(b"Bearer x\xff"),
+        Some(b"Bearer x\xfe"),
+        Some(b""),
+        None,
+    ];
+    let mut sends = Vec::new();
+    for caller in callers {
+        for _ in 0..2 {
+            let mut request = lab
+                .http
+                .post(lab.gateway.url())
+                .header("content-type", "application/json")
+                .body(body.clone());
+            if let Some(bytes) = caller {
+                let value = reqwest::header::HeaderValue::from_bytes(bytes).unwrap();
+                request = request.header("authorization", value);
+            }
+            sends.push(async move { request.send().await.unwrap().status() });
+        }
+    }
+    let statuses = join_all(sends).await;
+    assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+    assert_eq!(
+        lab.subgraph_requests().await.0,
+        before + 4,
+        "one execution per caller: no two of these share one"
+    );
+}
+
+#[tokio::test]
 async fn response_strategy_answers_from_stored_bytes_until_a_mutation_returns_an_entity_in_them() {
     let lab = Lab::start_with(|c| c.request_strategy = response(60.0)).await;
     let read = r#"{ getPost(pid: "p1") { pid title author { id name } } }"#;

@@ -207,7 +207,8 @@ impl ResolverCache {
     }
 
     /// The selection text, followed by the values of the variables it uses and of
-    /// the headers the policy keys by (mercurius-cache's `extendKey`).
+    /// the headers the policy keys by (mercurius-cache's `extendKey`), byte for byte
+    /// (`callers.rs`).
     fn selection_part<'s>(
         &self,
         slot: &Slot,
@@ -230,13 +231,7 @@ impl ResolverCache {
         }
         for header in &slot.rule.key.headers {
             text.push('\u{0}');
-            text.push_str(
-                input
-                    .headers
-                    .get(header.as_str())
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or(""),
-            );
+            super::callers::push_header(&mut text, input.headers.get(header.as_str()));
         }
         text.into()
     }

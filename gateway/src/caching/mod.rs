@@ -57,6 +57,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, RwLock};
 
+mod callers;
 mod calls;
 mod conflicts;
 mod fetching;

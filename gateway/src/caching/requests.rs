@@ -254,16 +254,14 @@ impl RequestCache {
 
     /// The request's key: its document text, operation name, variables as sent, and
     /// the headers that can change its answer (`authorization`, and those policies key
-    /// by).
+    /// by), byte for byte (`callers.rs`).
     pub fn key(&self, text: &str, operation: Option<&str>, input: &RequestInput) -> CacheKey {
         let mut callers = String::new();
         let headers =
             std::iter::once("authorization").chain(self.keyed_headers.iter().map(String::as_str));
         for name in headers {
             callers.push('\u{0}');
-            if let Some(value) = input.headers.get(name) {
-                callers.push_str(&String::from_utf8_lossy(value.as_bytes()));
-            }
+            super::callers::push_header(&mut callers, input.headers.get(name));
         }
         let operation = operation.unwrap_or("");
         self.namespace.key(

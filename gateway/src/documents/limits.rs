@@ -6,7 +6,7 @@
 //! | step | limit | flag |
 //! |---|---|---|
 //! | before parsing ([`super::lexical`]) | tokens; nesting of `{ ( [` | `--max-tokens`; 2 × `--max-depth` + 16 |
-//! | after parsing ([`super::admission`]) | fields, fragment uses, root fields, aliases, all with fragments expanded | `--max-fields`, `--max-root-fields`, `--max-aliases` |
+//! | after parsing ([`super::admit`]) | fields, fragment uses, root fields, aliases, all with fragments expanded | `--max-fields`, `--max-root-fields`, `--max-aliases` |
 //! | validation (async-graphql) | selection depth; directives per field | `--max-depth`; `--max-directives` |
 //! | before any fetch ([`super::cost`], the plan) | estimated cost; subgraph requests | `--max-cost` with `--list-size`; `--max-subgraph-requests` |
 //! | execution and the response | bytes of one subgraph answer; bytes of the response | `--max-answer-bytes` |

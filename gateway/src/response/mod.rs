@@ -18,9 +18,10 @@
 //! against answering wrong data silently: a field it failed to fetch is never a
 //! quiet `null`.
 //!
-//! The response's `extensions` ([`extensions`]) name the fields answered from an entry
-//! the cache served in place of a failed fetch (`stale-if-error`), and, when the client
-//! asks, the operation's estimated cost and the answer's size.
+//! The response's `extensions` (`extensions.rs`, [`with_cost`]) name the fields
+//! answered from an entry the cache served in place of a failed fetch
+//! (`stale-if-error`), and, when the client asks, the operation's estimated cost and
+//! the answer's size.
 //!
 //! The writer checks the response's length at each object, list element and field:
 //! past `--max-answer-bytes` it stops, and the response is one error naming the path
