@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use common::strategies::{decisions, posts, posts_asked, users, with_strategies, POST};
 use common::{gateway_over, post_router, user_router, Lab, Server};
+use gateway::caching::requests::RequestStrategy;
 use serde_json::{json, Value};
 use subgraph_host::cli::CacheControl;
 use subgraph_host::faults::{Delay, FaultPlan};
@@ -111,6 +112,32 @@ async fn stale_if_error_at_ttl_zero_asks_every_time_and_answers_an_outage_with_t
         "{text}"
     );
     assert_eq!(counted(&text, "hits"), 0, "{text}");
+}
+
+#[tokio::test]
+async fn an_answer_served_stale_during_an_outage_is_never_stored_by_the_response_strategy() {
+    // The response store keeps answers 2 s; stale-if-error keeps the last good post 60 s.
+    let mut lab = Lab::start_with(|c| {
+        c.cache = with_strategies(0.0, &["stale-if-error:window=60s"]);
+        c.request_strategy = Some(RequestStrategy::parse("response:ttl=2").unwrap());
+    })
+    .await;
+    assert_eq!(lab.query(POST).await, fresh());
+    // Past the stored answer's 2 s, the posts subgraph goes away: the last good post,
+    // flagged as served stale.
+    tokio::time::sleep(Duration::from_millis(2_200)).await;
+    let addr = lab.stop_post().await;
+    let during = lab.query(POST).await;
+    assert_eq!(during["data"], fresh()["data"], "{during}");
+    assert!(during["extensions"]["staleIfError"].is_array(), "{during}");
+    // Back at once: the next answer is fetched fresh, not the one written meanwhile.
+    let _back = Server::start_on(addr, post_router()).await;
+    let after = lab.query(POST).await;
+    assert_eq!(
+        after,
+        fresh(),
+        "the stale answer was stored and served again"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -165,6 +165,9 @@ pub struct Answer {
 pub struct Produced {
     pub answer: Answer,
     pub references: Vec<String>,
+    /// Some of it was answered from an entry served in place of a failed fetch
+    /// (`stale-if-error`): shared with the requests waiting for it, never stored.
+    pub stale: bool,
 }
 
 /// An answer with errors, as cache-core carries it to the waiters without storing it.
@@ -290,7 +293,7 @@ impl RequestCache {
 
     /// The answer for the request under `key`: stored, shared with the execution in
     /// flight for the same key, or produced now by `execute` (and stored when the
-    /// strategy stores and it has no errors).
+    /// strategy stores, it has no errors and nothing in it was served stale).
     pub async fn answer<F, Fut>(
         &self,
         key: CacheKey,
@@ -308,8 +311,15 @@ impl RequestCache {
                 return Err(WithErrors(produced.answer));
             }
             let fetched = Fetched::new(produced.answer);
-            Ok::<_, WithErrors>(if keep {
+            let fetched = if keep {
                 fetched.references(produced.references)
+            } else {
+                fetched
+            };
+            // "Keep nothing" for an answer written during an outage: once the
+            // subgraph is back, the next request gets a fresh one.
+            Ok::<_, WithErrors>(if produced.stale {
+                fetched.ttl(Duration::ZERO).stale(Duration::ZERO)
             } else {
                 fetched
             })

@@ -394,6 +394,7 @@ fn produce(
             extended: written.extended,
         },
         references: refs,
+        stale: !outcome.stale.is_empty(),
     }
 }
 
