@@ -138,6 +138,38 @@ async fn coalesce_keys_the_caller_byte_for_byte() {
 }
 
 #[tokio::test]
+async fn an_answer_larger_than_the_response_store_is_never_stored() {
+    // 20,000 posts: two aliased lists of 10,000 make an answer of about 1.2 MB, past a
+    // store of 1 MB.
+    let posts = post_service::Posts::generated(20_000, 100, 1);
+    let post = subgraph_host::router("post", post_service::schema_with(posts), Duration::ZERO);
+    let lab = Lab::start_over(common::user_router(), post, |c| {
+        c.request_strategy = Some(RequestStrategy::parse("response:ttl=60,max_mb=1").unwrap());
+    })
+    .await;
+    let big = "{ a: topPosts(count: 10000) { pid title content } b: topPosts(count: 10000) { content title pid } }";
+    let small = "{ topPosts(count: 2) { pid } }";
+    let before = lab.subgraph_requests().await.1;
+    for _ in 0..2 {
+        let (status, text) = lab.post_raw(json!({ "query": big }).to_string()).await;
+        assert_eq!(status, 200);
+        assert!(text.len() > 1 << 20, "{} bytes", text.len());
+        lab.query(small).await;
+    }
+    // The big answer fetched both times; the small one once, then served stored.
+    assert_eq!(lab.subgraph_requests().await.1, before + 2 * 2 + 1);
+    let metrics = lab.metrics(&lab.gateway).await;
+    assert_eq!(
+        common::sample(
+            &metrics,
+            "gateway_request_cache_entries{namespace=\"response\"}"
+        ),
+        Some(1.0),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
 async fn response_strategy_answers_from_stored_bytes_until_a_mutation_returns_an_entity_in_them() {
     let lab = Lab::start_with(|c| c.request_strategy = response(60.0)).await;
     let read = r#"{ getPost(pid: "p1") { pid title author { id name } } }"#;

@@ -191,6 +191,8 @@ pub struct RequestCache {
     /// requests with credentials; the coalesce strategy's are all such).
     passing: Namespace<Answer>,
     memory: MemoryStorage<Answer>,
+    /// The store's bound in bytes (`max_mb`): an answer larger than it is never stored.
+    max_bytes: u64,
     /// Headers the resolver policies key by: they can change an answer, so they are
     /// part of a request's key.
     keyed_headers: Vec<String>,
@@ -233,6 +235,7 @@ impl RequestCache {
             namespace,
             passing,
             memory,
+            max_bytes,
             keyed_headers,
             invalidation,
         })
@@ -293,7 +296,8 @@ impl RequestCache {
 
     /// The answer for the request under `key`: stored, shared with the execution in
     /// flight for the same key, or produced now by `execute` (and stored when the
-    /// strategy stores, it has no errors and nothing in it was served stale).
+    /// strategy stores, it has no errors, nothing in it was served stale and it fits the
+    /// store).
     pub async fn answer<F, Fut>(
         &self,
         key: CacheKey,
@@ -305,20 +309,23 @@ impl RequestCache {
         Fut: Future<Output = Produced> + Send + 'static,
     {
         let keep = self.stores_for(input);
+        let max_bytes = self.max_bytes;
         let fetch = move || async move {
             let produced = execute().await;
             if produced.answer.failed {
                 return Err(WithErrors(produced.answer));
             }
+            // "Keep nothing" for an answer written during an outage (once the subgraph
+            // is back, the next request gets a fresh one), and for one larger than the
+            // whole store (it would be kept only until the store's next maintenance).
+            let unkept = produced.stale || produced.answer.body.len() as u64 > max_bytes;
             let fetched = Fetched::new(produced.answer);
             let fetched = if keep {
                 fetched.references(produced.references)
             } else {
                 fetched
             };
-            // "Keep nothing" for an answer written during an outage: once the
-            // subgraph is back, the next request gets a fresh one.
-            Ok::<_, WithErrors>(if produced.stale {
+            Ok::<_, WithErrors>(if unkept {
                 fetched.ttl(Duration::ZERO).stale(Duration::ZERO)
             } else {
                 fetched
