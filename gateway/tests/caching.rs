@@ -196,16 +196,7 @@ async fn a_policy_keyed_by_the_caller_tells_every_header_value_apart() {
     ];
     for _ in 0..2 {
         for caller in callers {
-            let mut request = lab
-                .http
-                .post(lab.gateway.url())
-                .header("content-type", "application/json")
-                .body(body.clone());
-            if let Some(bytes) = caller {
-                let value = reqwest::header::HeaderValue::from_bytes(bytes).unwrap();
-                request = request.header("authorization", value);
-            }
-            assert_eq!(request.send().await.unwrap().status(), 200);
+            assert_eq!(lab.post_as(&body, caller).await, 200);
         }
     }
     let text = lab.metrics(&lab.gateway).await;

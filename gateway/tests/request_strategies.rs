@@ -113,21 +113,9 @@ async fn coalesce_keys_the_caller_byte_for_byte() {
         Some(b""),
         None,
     ];
-    let mut sends = Vec::new();
-    for caller in callers {
-        for _ in 0..2 {
-            let mut request = lab
-                .http
-                .post(lab.gateway.url())
-                .header("content-type", "application/json")
-                .body(body.clone());
-            if let Some(bytes) = caller {
-                let value = reqwest::header::HeaderValue::from_bytes(bytes).unwrap();
-                request = request.header("authorization", value);
-            }
-            sends.push(async move { request.send().await.unwrap().status() });
-        }
-    }
+    let sends = callers
+        .iter()
+        .flat_map(|caller| [lab.post_as(&body, *caller), lab.post_as(&body, *caller)]);
     let statuses = join_all(sends).await;
     assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
     assert_eq!(

@@ -221,6 +221,26 @@ impl Lab {
         (r.status().as_u16(), r.text().await.unwrap())
     }
 
+    /// POST the JSON request `body` with `authorization` set to these raw bytes (any
+    /// a header may hold, not only UTF-8), or without the header; the status.
+    pub async fn post_as(&self, body: &str, authorization: Option<&[u8]>) -> u16 {
+        let mut request = self
+            .http
+            .post(self.gateway.url())
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        if let Some(bytes) = authorization {
+            let value = reqwest::header::HeaderValue::from_bytes(bytes).expect("a header value");
+            request = request.header("authorization", value);
+        }
+        request
+            .send()
+            .await
+            .expect("gateway answers")
+            .status()
+            .as_u16()
+    }
+
     /// POST a JSON request body; the response body as JSON.
     pub async fn post_json(&self, body: &Value) -> Value {
         let r = self
