@@ -165,10 +165,20 @@ impl<'a> Walk<'a> {
         let base = crate::supergraph::base_name(&def.ty);
         let composite = self.supergraph.is_composite(base);
         let own = weight.unwrap_or(if composite { 1 } else { 0 });
+        let levels = list_levels(&def.ty);
         // With `sizedFields`, the size is the named children's, not this field's.
-        let size = self.size(field, def);
+        let gives_size = def
+            .list_size
+            .as_ref()
+            .is_some_and(|ls| !ls.sized_fields.is_empty());
+        // A size is read (and a variable it names counted) only where one is used.
+        let size = if levels > 0 || gives_size {
+            self.size(field, def)
+        } else {
+            1
+        };
         let (own_size, children_sized) = match &def.list_size {
-            Some(ls) if !ls.sized_fields.is_empty() => (1, Some((&ls.sized_fields[..], size))),
+            Some(ls) if gives_size => (1, Some((&ls.sized_fields[..], size))),
             _ => (size, None),
         };
         let inner = if composite {
@@ -180,7 +190,6 @@ impl<'a> Walk<'a> {
             Some((names, parent_size)) if names.iter().any(|n| n == name) => parent_size,
             _ => own_size,
         };
-        let levels = list_levels(&def.ty);
         let each = own.saturating_add(inner);
         (0..levels).fold(each, |cost, _| cost.saturating_mul(size))
     }
