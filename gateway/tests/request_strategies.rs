@@ -22,14 +22,7 @@ fn response(ttl_secs: f64) -> Option<RequestStrategy> {
 async fn at_once(lab: &Lab, query: &str, authorization: Option<&str>, n: usize) -> Vec<String> {
     let body = json!({ "query": query }).to_string();
     let sends = (0..n).map(|_| {
-        let mut request = lab
-            .http
-            .post(lab.gateway.url())
-            .header("content-type", "application/json")
-            .body(body.clone());
-        if let Some(a) = authorization {
-            request = request.header("authorization", a);
-        }
+        let request = lab.request_as(&body, authorization.map(str::as_bytes));
         async move { request.send().await.unwrap().text().await.unwrap() }
     });
     join_all(sends).await

@@ -221,9 +221,9 @@ impl Lab {
         (r.status().as_u16(), r.text().await.unwrap())
     }
 
-    /// POST the JSON request `body` with `authorization` set to these raw bytes (any
-    /// a header may hold, not only UTF-8), or without the header; the status.
-    pub async fn post_as(&self, body: &str, authorization: Option<&[u8]>) -> u16 {
+    /// A POST of the JSON request `body` with `authorization` set to these raw bytes
+    /// (any a header may hold, not only UTF-8), or without the header.
+    pub fn request_as(&self, body: &str, authorization: Option<&[u8]>) -> reqwest::RequestBuilder {
         let mut request = self
             .http
             .post(self.gateway.url())
@@ -234,11 +234,12 @@ impl Lab {
             request = request.header("authorization", value);
         }
         request
-            .send()
-            .await
-            .expect("gateway answers")
-            .status()
-            .as_u16()
+    }
+
+    /// [`Lab::request_as`], sent; the status.
+    pub async fn post_as(&self, body: &str, authorization: Option<&[u8]>) -> u16 {
+        let answer = self.request_as(body, authorization).send().await;
+        answer.expect("gateway answers").status().as_u16()
     }
 
     /// POST a JSON request body; the response body as JSON.
