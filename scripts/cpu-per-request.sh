@@ -24,6 +24,8 @@
 #                                                      requests per second, with 100 connections;
 #                                                      see docs/deep.md for why an A/B of builds
 #                                                      wants TOGETHER=1 REPLAY=1 RATE=300)
+#   LOAD=wrk …                                        (wrk -t1 loads instead of loadgen bench, for
+#                                                      figures quoted "with wrk"; closed loop only)
 #   CONNECTIONS=4 …                                   (the load's connections, 100 unless set: the
 #                                                      server of S and every gateway get the same)
 #   GATEWAYS="a=PATH b=PATH,--flag,value" scripts/cpu-per-request.sh
@@ -31,9 +33,9 @@
 #                                                      by side, e.g. allocators: each round
 #                                                      measures every one of them; commas
 #                                                      separate a variant's extra arguments)
-# By default it measures the gateway twice: with one worker thread (`--worker-threads 1`,
-# the lab's setting on two cores) and with tokio's default of one per core. With --deep or
-# --public-benchmark, a third time: one worker thread with at most 8 requests executing at
+# By default it measures the gateway three times: on one thread (`--worker-threads 1`),
+# at its default (one current-thread runtime per core, the shards), and on tokio's
+# work-stealing pool of one thread per core. With --deep or --public-benchmark, a fourth time: one worker thread with at most 8 requests executing at
 # once (`--max-executing-requests 8`, turns at execution; see docs/deep.md). With PGO=1,
 # once more: the profile-guided build of scripts/build-pgo.sh (target/pgo/release/gateway,
 # which must be built first; the run says which commit it was built from), with the deep
@@ -220,7 +222,9 @@ together() {
 }
 # The deep queries add one worker thread with 8 turns at execution (docs/deep.md, "Turns
 # at execution"): the lab's answer to their no-cache target.
-default_variants="one-thread=$bin/gateway,--worker-threads,1 default=$bin/gateway"
+# Besides one thread: the gateway's default (one current-thread runtime per core, the
+# shards) and tokio's work-stealing pool of as many threads.
+default_variants="one-thread=$bin/gateway,--worker-threads,1 default=$bin/gateway pool=$bin/gateway,--worker-threads,$(nproc)"
 $deep && default_variants="$default_variants turns-8=$bin/gateway,--worker-threads,1,--max-executing-requests,8"
 # PGO=1: the profile-guided build of scripts/build-pgo.sh as one more gateway, with the
 # deep queries' setting (one worker thread, 8 turns), or one thread on the seed query.
@@ -259,7 +263,11 @@ if [ -n "$want" ]; then # only the configurations named, e.g. CONFIGS="no-cache 
   configs=${chosen# }
 fi
 echo "gateways: $variants"
-echo "load: loadgen bench, $connections connections, one thread"
+if [ "${LOAD:-loadgen}" = wrk ]; then
+  echo "load: wrk -t1, $connections connections (answers not checked; no client CPU)"
+else
+  echo "load: loadgen bench, $connections connections, one thread"
+fi
 [ "${TOGETHER:-}" = 1 ] && echo "TOGETHER=1: in each round, every gateway at a configuration is loaded at the same time, each by its own loadgen"
 [ -n "${RATE:-}" ] && echo "RATE=$RATE: open loop, each loadgen sending $RATE requests per second"
 echo "round what req/s errors server_cpu_us_per_request subgraph_cpu_us_per_request loadgen_cpu_us_per_request latency_p50_ms latency_p99_ms"
@@ -331,4 +339,19 @@ if len(variants) > 1:
         for cfg in configs:
             ratios = [float(by[(k, f"{variant}:{cfg}")][4]) / float(by[(k, f"{variants[0]}:{cfg}")][4]) for k in rounds]
             print(f"  {variant} / {variants[0]} at {cfg}: {st.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})")
+    print()
+    print(f"Each gateway's req/s against {variants[0]}'s, per round (median, min-max):")
+    for variant in variants[1:]:
+        for cfg in configs:
+            ratios = [float(by[(k, f"{variant}:{cfg}")][2]) / max(float(by[(k, f"{variants[0]}:{cfg}")][2]), 1) for k in rounds]
+            print(f"  {variant} / {variants[0]} at {cfg}: {st.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})")
+if "no-cache" in configs and len(configs) > 1:
+    print()
+    print("Each gateway's req/s against its own no-cache, per round (median, min-max):")
+    for variant in variants:
+        for cfg in configs:
+            if cfg == "no-cache":
+                continue
+            ratios = [float(by[(k, f"{variant}:{cfg}")][2]) / max(float(by[(k, f"{variant}:no-cache")][2]), 1) for k in rounds]
+            print(f"  {variant}: {cfg} / no-cache {st.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})")
 PY

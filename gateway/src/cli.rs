@@ -13,6 +13,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::caching::requests::RequestStrategy;
 use crate::caching::{build_strategies, RedisSettings, RedisTarget, StorageKind};
 use crate::documents::limits::LimitArgs;
+use crate::runtime::RuntimeShape;
 use crate::server::request::RequestLimits;
 use crate::startup::{Backoff, GatewayConfig, GraphSource};
 use crate::supergraph::Subgraph;
@@ -30,11 +31,16 @@ pub struct Cli {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:3000")]
     pub listen: SocketAddr,
-    /// Threads that run requests: 1 runs the whole gateway on one thread (tokio's
-    /// current-thread runtime); more, a work-stealing pool. Default: one per core.
-    /// docs/cpu-and-peers.md ("Worker threads") measures both on the lab's two cores.
+    /// Run requests on tokio's work-stealing pool of N threads instead of the shards;
+    /// 1 runs the whole gateway on one thread (tokio's current-thread runtime, the same
+    /// as --shards 1). docs/cpu-and-peers.md ("Worker threads") measures each setting.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub worker_threads: Option<u16>,
+    /// Current-thread runtimes that serve connections, each on its own thread; each
+    /// connection is served by one of them for its life, and the caches are shared.
+    /// Default: one per core (the gateway's default runtime; see --worker-threads).
+    #[arg(long, value_name = "N", conflicts_with = "worker_threads", value_parser = clap::value_parser!(u16).range(1..))]
+    pub shards: Option<u16>,
     /// A subgraph as NAME=URL (repeat for each subgraph): the gateway reads each
     /// one's `_service { sdl }` and composes them itself.
     #[arg(
@@ -248,6 +254,17 @@ fn parse_subgraph(s: &str) -> Result<Subgraph, String> {
 }
 
 impl Cli {
+    /// The runtimes the flags ask for: `--worker-threads N` (N > 1) the pool,
+    /// `--worker-threads 1` or `--shards N` that many shards, else one shard per core.
+    pub fn runtime_shape(&self) -> RuntimeShape {
+        match (self.worker_threads, self.shards) {
+            (Some(1), _) => RuntimeShape::Shards(1),
+            (Some(n), _) => RuntimeShape::Pool(Some(usize::from(n))),
+            (None, Some(n)) => RuntimeShape::Shards(usize::from(n)),
+            (None, None) => RuntimeShape::default_for_machine(),
+        }
+    }
+
     /// The configuration the flags describe. `given` says whether a flag (by its clap
     /// id) was on the command line rather than left at its default: a flag whose
     /// subject is absent (an L1 setting without layered storage, say) is refused
@@ -440,6 +457,7 @@ impl Cli {
             return Err("--max-body-bytes and --max-upstream-body-bytes must be positive".into());
         }
         Ok(GatewayConfig {
+            shards: self.runtime_shape().shards(),
             graph,
             startup: Backoff {
                 deadline: startup_deadline,

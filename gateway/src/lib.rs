@@ -18,7 +18,8 @@
 //!   response/    the answer in query order, from the subgraphs' raw JSON
 //! ```
 //!
-//! Around that path: [`cli`] is the command line and the configuration it describes,
+//! Around that path: [`runtime`] is the threads it all runs on (one current-thread
+//! runtime per core by default), [`cli`] is the command line and the configuration it describes,
 //! [`supergraph`] is the graph itself (read from a supergraph file, or composed from
 //! the subgraphs' SDL), [`startup`] builds it, the planner and the [`pipeline::App`],
 //! and [`answer`] holds subgraph answers as tapes over their bytes and the pieces of
@@ -33,6 +34,7 @@ pub mod fast_map;
 pub mod pipeline;
 pub mod plan;
 pub mod response;
+pub mod runtime;
 pub mod server;
 pub mod startup;
 pub mod supergraph;

@@ -1,5 +1,6 @@
 //! `gateway`: the federating GraphQL gateway of graphql-cache-lab. This binary parses
-//! the command line ([`gateway::cli`]), starts the runtime (one thread, or a pool), and
+//! the command line ([`gateway::cli`]), starts the runtimes ([`gateway::runtime`]: one
+//! current-thread runtime per core, or a pool), and
 //! serves until SIGINT or SIGTERM, draining; or runs a subcommand.
 
 use std::time::Duration;
@@ -9,6 +10,7 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches};
 use gateway::caching::requests::RequestStrategy;
 use gateway::caching::RedisTarget;
 use gateway::cli::{Cli, Command, ComposeArgs, RedisGcArgs};
+use gateway::runtime::Runtimes;
 use gateway::server::connections::ServeOptions;
 use gateway::server::load::LoadLimits;
 use gateway::startup::{Backoff, GatewayConfig};
@@ -28,26 +30,20 @@ fn main() {
         .init();
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    let runtime = match cli.worker_threads {
-        Some(1) => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build(),
-        threads => {
-            let mut pool = tokio::runtime::Builder::new_multi_thread();
-            if let Some(n) = threads {
-                pool.worker_threads(usize::from(n));
-            }
-            pool.enable_all().build()
-        }
-    };
-    let runtime = match runtime {
+    let shape = cli.runtime_shape();
+    let runtimes = match Runtimes::start(shape) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("gateway: cannot start the runtime: {e}");
+            eprintln!(
+                "gateway: cannot start the runtime ({}): {e}",
+                shape.describe()
+            );
             std::process::exit(1);
         }
     };
-    std::process::exit(runtime.block_on(main_in_runtime(cli, &matches)));
+    let code = runtimes.block_on(main_in_runtime(cli, &matches, &runtimes));
+    drop(runtimes);
+    std::process::exit(code);
 }
 
 /// Whether the flag whose clap id is `id` was given on the command line.
@@ -56,7 +52,7 @@ fn given_in(matches: &ArgMatches, id: &str) -> bool {
 }
 
 /// Everything `main` does once the runtime runs: the exit code.
-async fn main_in_runtime(cli: Cli, matches: &ArgMatches) -> i32 {
+async fn main_in_runtime(cli: Cli, matches: &ArgMatches, runtimes: &Runtimes) -> i32 {
     match &cli.command {
         Some(Command::RedisGc(args)) => return redis_gc(args).await,
         Some(Command::Strategies) => {
@@ -74,21 +70,22 @@ async fn main_in_runtime(cli: Cli, matches: &ArgMatches) -> i32 {
             return 2;
         }
     };
-    if let Err(e) = run(&cli, config).await {
+    if let Err(e) = run(&cli, config, runtimes).await {
         eprintln!("gateway: {e:#}");
         return 1;
     }
     0
 }
 
-async fn run(cli: &Cli, config: GatewayConfig) -> anyhow::Result<()> {
+async fn run(cli: &Cli, config: GatewayConfig, runtimes: &Runtimes) -> anyhow::Result<()> {
     let app = gateway::startup::build_app(&config).await?;
     let listener = tokio::net::TcpListener::bind(cli.listen)
         .await
         .map_err(|e| anyhow::anyhow!("--listen {}: cannot bind: {e}", cli.listen))?;
     eprintln!(
-        "gateway listening on http://{}/graphql",
-        listener.local_addr()?
+        "gateway listening on http://{}/graphql ({})",
+        listener.local_addr()?,
+        cli.runtime_shape().describe()
     );
     let router = gateway::server::router_with_limits(
         app.clone(),
@@ -100,7 +97,11 @@ async fn run(cli: &Cli, config: GatewayConfig) -> anyhow::Result<()> {
     let options = ServeOptions {
         header_read_timeout: config.requests.header_read_timeout,
         drain_timeout: cli.drain_timeout,
+        shards: runtimes.shards(),
     };
+    let shards = std::sync::Arc::new(options.shards.clone());
+    app.metrics
+        .add_source(&shards, gateway::server::connections::shard_gauges);
     let drained = gateway::server::serve_draining(listener, router, options, stop_signal()).await;
     let answered = app.metrics.requests_answered();
     if drained.cut == 0 {

@@ -79,6 +79,9 @@ pub struct GatewayConfig {
     pub invalidation: bool,
     /// Bound of the parsed-document cache in bytes; 0 disables it.
     pub doc_cache_bytes: u64,
+    /// The shards the gateway runs on ([`crate::runtime`]; 1 under the pool): the
+    /// upstream keeps idle subgraph connections per shard.
+    pub shards: usize,
 }
 
 /// Ask `url` for `_service { sdl }` until it answers or `backoff.deadline` passes.
@@ -173,6 +176,7 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
         config
             .max_upstream_body_bytes
             .min(config.documents.max_answer_bytes),
+        config.shards,
         metrics.clone(),
     )?);
     metrics.add_source(&upstream, Upstream::prometheus);

@@ -130,19 +130,25 @@ fn bad_limits_are_refused_by_name() {
 }
 
 #[tokio::test]
-async fn every_worker_thread_count_gives_the_same_answers_and_drains() {
+async fn every_runtime_gives_the_same_answers_and_drains() {
     let (user, post) = (
         Server::start(user_router()).await,
         Server::start(post_router()).await,
     );
     let seed = "query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }";
     let mut answers = Vec::new();
-    for threads in [None, Some("1"), Some("3")] {
+    // The default (a shard per core), one thread, the pool, and three shards.
+    for threads in [
+        None,
+        Some(("--worker-threads", "1")),
+        Some(("--worker-threads", "3")),
+        Some(("--shards", "3")),
+    ] {
         let mut args = vec!["--ttl", "0"];
-        args.extend(threads.iter().flat_map(|n| ["--worker-threads", n]));
+        args.extend(threads.iter().flat_map(|(flag, n)| [*flag, *n]));
         let mut gateway = GatewayProcess::start(&user, &post, &args).await;
         // Identical queries at once, so that they join each other's fetches (on one
-        // thread, too).
+        // thread, too, and across shards).
         let replies = futures::future::join_all((0..20).map(|_| gateway.query(seed))).await;
         assert!(replies.iter().all(|r| *r == replies[0]), "{threads:?}");
         answers.push(replies[0].clone());
@@ -536,4 +542,14 @@ async fn policies_the_schema_makes_do_nothing_are_refused() {
     let gateway = GatewayProcess::start(&user, &post, &["--ttl", "10", "--policy", example]).await;
     let answer = gateway.query("{ topPosts(count: 1) { pid } }").await;
     assert_eq!(answer["data"]["topPosts"][0]["pid"], "p1", "{answer}");
+}
+
+#[test]
+fn bad_runtime_flags_are_refused_by_name() {
+    refused(&["--shards", "0"], "--shards");
+    refused(&["--worker-threads", "0"], "--worker-threads");
+    refused(
+        &["--shards", "2", "--worker-threads", "2"],
+        "cannot be used with",
+    );
 }

@@ -25,8 +25,15 @@ async fn sigterm_under_load_answers_every_accepted_request_and_exits_0() {
     let post = Server::start(common::post_router_delayed(Duration::from_millis(150))).await;
     let log_path = std::env::temp_dir().join(format!("gateway-drain-{}.log", std::process::id()));
     let log = std::fs::File::create(&log_path).unwrap();
-    let mut gateway =
-        GatewayProcess::start_logged(&user, &post, &["--drain-timeout", "5s"], log).await;
+    // Three shards (current-thread runtimes), so connections in progress sit on
+    // several threads at the signal, whatever the machine's core count.
+    let mut gateway = GatewayProcess::start_logged(
+        &user,
+        &post,
+        &["--drain-timeout", "5s", "--shards", "3"],
+        log,
+    )
+    .await;
     let url = format!("http://{}/graphql", gateway.addr);
 
     let answered = Arc::new(AtomicU64::new(0));

@@ -36,12 +36,44 @@ ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # scripts measure S_deep and the gateways: `loadgen bench` posting BODY-FILE as JSON to URL
 # from one thread over $connections connections (100 unless the script set it), for
 # DURATION; its JSON report to JSON-OUT (or nowhere); further arguments go to loadgen
-# (e.g. --rate N).
+# (e.g. --rate N). With LOAD=wrk, wrk -t1 does the same (wrk_load), for figures quoted
+# "with wrk"; it takes no further arguments.
 post_load() {
   local url=$1 body=$2 duration=$3 json=${4:-/dev/null}
   shift $(($# < 4 ? $# : 4))
+  if [ "${LOAD:-loadgen}" = wrk ]; then
+    [ $# -eq 0 ] || { echo "post_load: LOAD=wrk takes no loadgen arguments ($*): closed loop only" >&2; return 2; }
+    wrk_load "$url" "$body" "$duration" > "$json"
+    return
+  fi
   "$bin/loadgen" bench --url "$url" --body-file "$body" -H 'content-type: application/json' \
     --connections "${connections:-100}" --threads 1 --duration "$duration" --json --no-progress "$@" > "$json"
+}
+
+# wrk_load URL BODY-FILE DURATION: wrk -t1 over $connections connections posting BODY-FILE as
+# JSON; prints the part of loadgen's JSON report the scripts read (requests, requests_per_sec,
+# errors, latency_ms p50/p99). wrk neither checks answers nor reports its own CPU:
+# loadgen_cpu is 0, so a script's client column reads 0 under wrk.
+wrk_load() {
+  command -v wrk >/dev/null || { echo "LOAD=wrk: wrk is missing (apt-get install -y wrk)" >&2; return 1; }
+  local lua; lua=$(mktemp --suffix=.lua)
+  cat > "$lua" <<'LUA'
+local f = assert(io.open(os.getenv("WRK_BODY_FILE"), "rb"))
+wrk.method = "POST"
+wrk.body = f:read("*a")
+f:close()
+wrk.headers["Content-Type"] = "application/json"
+function done(summary, latency, requests)
+  local e = summary.errors
+  local seconds = summary.duration / 1e6
+  io.write(string.format(
+    'WRK-JSON {"requests": %d, "requests_per_sec": %.1f, "errors": {"connect": %d, "read": %d, "write": %d, "status": %d, "timeout": %d}, "latency_ms": {"p50": %.3f, "p99": %.3f}, "loadgen_cpu": {"process_cores": 0}}\n',
+    summary.requests, summary.requests / seconds, e.connect, e.read, e.write, e.status, e.timeout,
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000))
+end
+LUA
+  WRK_BODY_FILE=$body wrk -t1 -c"${connections:-100}" -d"$3" -s "$lua" "$1" | sed -n 's/^WRK-JSON //p'
+  rm -f "$lua"
 }
 
 # port: a free TCP port on 127.0.0.1.

@@ -15,6 +15,12 @@
 //! 3. after the drain timeout, whatever is still open (a request stuck on a subgraph
 //!    that hangs, say) is cut, so a drain always ends.
 //!
+//! **Shards.** Under the default runtime ([`crate::runtime`]) the accept loop gives each
+//! connection to the shard with the fewest open connections: the socket leaves this
+//! runtime's reactor and joins that shard's, and its task runs there. The `JoinSet`
+//! holds every shard's connection tasks alike, so the drain and the cut above are the
+//! same on every shard.
+//!
 //! The subgraphs drain the same way (`subgraph_host::server`).
 
 use std::future::Future;
@@ -25,17 +31,20 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
+use crate::runtime::Shards;
 use crate::server::linger::{linger, Lingering};
 use crate::server::load::{connection_refusal, Load};
 use crate::server::Service;
 
 /// How connections are served and drained.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 pub struct ServeOptions {
     /// Time a client has to send a request's headers.
     pub header_read_timeout: Duration,
     /// Longest wait for requests in progress once the drain begins.
     pub drain_timeout: Duration,
+    /// The runtimes connections are spread over (empty: served where accepted).
+    pub shards: Shards,
 }
 
 /// How a drain ended.
@@ -78,22 +87,36 @@ pub async fn serve(
             continue;
         };
         let service = service.clone();
-        let mut draining = draining.clone();
-        let io = TokioIo::new(Lingering::new(stream, load.lingering.clone()));
-        connections.spawn(async move {
-            let _seat = seat;
-            let conn = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(options.header_read_timeout)
-                .keep_alive(true)
-                .serve_connection(io, service);
-            let mut conn = std::pin::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => return,
-                _ = draining.wait_for(|d| *d) => conn.as_mut().graceful_shutdown(),
+        let draining = draining.clone();
+        let lingering = load.lingering.clone();
+        let timeout = options.header_read_timeout;
+        match options.shards.place() {
+            None => {
+                let io = TokioIo::new(Lingering::new(stream, lingering));
+                connections.spawn(async move {
+                    let _seat = seat;
+                    serve_connection(io, service, timeout, draining).await;
+                });
             }
-            let _ = conn.await;
-        });
+            Some((shard, place)) => {
+                // The socket moves to the shard's reactor: registered there, it wakes
+                // only that shard's thread.
+                let Ok(stream) = stream.into_std() else {
+                    continue;
+                };
+                connections.spawn_on(
+                    async move {
+                        let _seats = (seat, place);
+                        let Ok(stream) = TcpStream::from_std(stream) else {
+                            return;
+                        };
+                        let io = TokioIo::new(Lingering::new(stream, lingering));
+                        serve_connection(io, service, timeout, draining).await;
+                    },
+                    shard,
+                );
+            }
+        }
     }
     drop(listener);
     let _ = draining_tx.send(true);
@@ -108,10 +131,51 @@ pub async fn serve(
     }
 }
 
+/// Serve one connection with hyper until it closes, or until the drain begins; then
+/// let its request in progress finish.
+async fn serve_connection(
+    io: TokioIo<Lingering>,
+    service: Service,
+    header_read_timeout: Duration,
+    mut draining: watch::Receiver<bool>,
+) {
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout)
+        .keep_alive(true)
+        .serve_connection(io, service);
+    let mut conn = std::pin::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        _ = draining.wait_for(|d| *d) => conn.as_mut().graceful_shutdown(),
+    }
+    let _ = conn.await;
+}
+
 /// Answer a connection past the limit with a `503` and close it lingering.
 fn refuse(stream: TcpStream, load: &Load) {
     let answer = connection_refusal();
     if matches!(stream.try_write(&answer), Ok(n) if n == answer.len()) {
         linger(stream, load.lingering.clone());
     }
+}
+
+/// `/metrics`: each shard's open connections (nothing when connections are served
+/// where they are accepted).
+pub fn shard_gauges(shards: &Shards) -> String {
+    let mut out = String::new();
+    if !shards.is_empty() {
+        crate::server::metrics::family(
+            &mut out,
+            "gauge",
+            "gateway_shard_connections_open",
+            "Client connections open now on each shard (current-thread runtime).",
+            shards
+                .open()
+                .into_iter()
+                .enumerate()
+                .map(|(i, n)| (format!("shard=\"{i}\""), n as u64)),
+        );
+    }
+    out
 }

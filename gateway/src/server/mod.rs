@@ -232,6 +232,7 @@ pub async fn serve(
     let options = ServeOptions {
         header_read_timeout,
         drain_timeout: Duration::ZERO,
+        shards: crate::runtime::Shards::default(),
     };
     serve_draining(listener, service, options, shutdown).await;
 }

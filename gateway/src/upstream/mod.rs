@@ -2,9 +2,11 @@
 //!
 //! Each subgraph's URL is parsed once, and its request head made once
 //! (`request_head`); exchanges run on [`http1_wire`]'s lean connections.
-//! Connections are kept alive in a pool per subgraph (last in, first out, so the
-//! warmest connection goes first), and an exchange runs in the request's own task:
-//! no per-connection task, no channel, no hand-off.
+//! Connections are kept alive in a pool per subgraph and per shard (last in, first
+//! out, so the warmest connection goes first), and an exchange runs in the request's
+//! own task: no per-connection task, no channel, no hand-off. A shard ([`crate::runtime`])
+//! only takes back connections it opened, so a subgraph socket is always polled by the
+//! thread whose reactor it is registered with.
 //!
 //! A query that meets a keep-alive connection the subgraph closed under it (no byte
 //! of an answer came back) is sent once more on a new connection; a mutation never
@@ -77,11 +79,19 @@ struct Endpoint {
     /// `host:port`, resolved at each connect (the pool makes connects rare).
     authority: String,
     head: RequestHead,
-    idle: Mutex<Vec<Connection>>,
+    /// Idle connections, one pool per shard.
+    idle: Box<[Mutex<Vec<Connection>>]>,
     limits: SubgraphLimits,
     breaker: Breaker,
     connect_timeouts: AtomicU64,
     request_timeouts: AtomicU64,
+}
+
+impl Endpoint {
+    /// The calling shard's idle connections.
+    fn idle(&self) -> &Mutex<Vec<Connection>> {
+        &self.idle[crate::runtime::current_shard() % self.idle.len()]
+    }
 }
 
 /// The HTTP clients of every subgraph.
@@ -104,6 +114,7 @@ impl Upstream {
         subgraphs: &[Subgraph],
         settings: &UpstreamSettings,
         max_body_bytes: usize,
+        shards: usize,
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Upstream> {
         let endpoints = subgraphs
@@ -130,7 +141,7 @@ impl Upstream {
                     name: sg.name.clone(),
                     authority: format!("{}:{port}", authority.host()),
                     head: RequestHead::new(path, authority.as_str()),
-                    idle: Mutex::new(Vec::new()),
+                    idle: (0..shards.max(1)).map(|_| Mutex::default()).collect(),
                     breaker: Breaker::new(limits.breaker.clone()),
                     limits,
                     connect_timeouts: AtomicU64::new(0),
@@ -317,7 +328,7 @@ impl Upstream {
             }) => {
                 if reusable {
                     connection.set_idle(now);
-                    let mut idle = endpoint.idle.lock();
+                    let mut idle = endpoint.idle().lock();
                     if idle.len() < MAX_IDLE {
                         idle.push(connection);
                     }
@@ -360,7 +371,7 @@ impl Upstream {
     ) -> Result<Connection, Failure> {
         loop {
             let taken = if pooled {
-                endpoint.idle.lock().pop()
+                endpoint.idle().lock().pop()
             } else {
                 None
             };

@@ -138,6 +138,7 @@ pub fn config(subgraphs: Vec<Subgraph>) -> GatewayConfig {
         request_strategy: None,
         invalidation: true,
         doc_cache_bytes: 32 << 20,
+        shards: 1,
     }
 }
 
