@@ -8,6 +8,15 @@
 //! - A [`Flight`] is published once through a `OnceLock` and a tokio
 //!   `Notify`; a follower enables its notification before it checks the
 //!   outcome, so a publication between the two is never missed.
+//! - **One wake per thread.** A flight's followers are grouped by the thread
+//!   they wait on. The first of each thread (its *relay*) waits on the
+//!   flight; the others wait on their thread's own `Notify`, which the relay
+//!   signals once it is woken. A leader on one thread thus wakes each other
+//!   thread once, not once per follower: on a current-thread runtime each
+//!   wake from another thread costs a system call (the runtime's eventfd)
+//!   and a context switch, which the gateway's shards would otherwise pay
+//!   per follower. A relay that goes away before the outcome (cancelled)
+//!   wakes its thread's followers, and one of them relays in its place.
 //! - With no follower, a flight costs one allocation, one insert and one
 //!   remove: the leader never clones its value for a flight nobody joined.
 //! - A leader that is dropped mid-fetch (cancelled, or its task aborted)
@@ -35,7 +44,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::pin::pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
@@ -58,7 +67,10 @@ pub(crate) enum Outcome<V> {
 /// One fetch in flight for one key.
 pub(crate) struct Flight<V> {
     outcome: OnceLock<Outcome<V>>,
+    /// Woken by the publication: the relays (and leaders' own waits).
     notify: Notify,
+    /// The followers of each thread that has some.
+    threads: Mutex<Vec<Arc<ThreadWaiters>>>,
     /// Callers waiting on the outcome: followers count themselves under the
     /// shard lock; a detached leader counts itself before it spawns the
     /// fetch. Either way, before the flight is retired.
@@ -67,11 +79,33 @@ pub(crate) struct Flight<V> {
     epoch: u64,
 }
 
+/// The followers of one flight on one thread.
+struct ThreadWaiters {
+    thread: std::thread::ThreadId,
+    /// Woken by the thread's relay once the flight is published (or the relay
+    /// went away).
+    notify: Notify,
+    /// Whether one of them relays: waits on the flight for the others.
+    relayed: AtomicBool,
+}
+
+/// Held by a relay while it waits on the flight: dropped (woken, or cancelled),
+/// it wakes its thread's followers.
+struct Relay<'a>(&'a ThreadWaiters);
+
+impl Drop for Relay<'_> {
+    fn drop(&mut self) {
+        self.0.relayed.store(false, Ordering::SeqCst);
+        self.0.notify.notify_waiters();
+    }
+}
+
 impl<V: Clone> Flight<V> {
     fn new(epoch: u64) -> Self {
         Self {
             outcome: OnceLock::new(),
             notify: Notify::new(),
+            threads: Mutex::new(Vec::new()),
             waiters: AtomicUsize::new(0),
             epoch,
         }
@@ -83,8 +117,52 @@ impl<V: Clone> Flight<V> {
         self.notify.notify_waiters();
     }
 
-    /// Waits for the outcome.
+    /// Waits for the outcome: as its thread's relay, or woken by the relay.
     pub(crate) async fn wait(&self) -> &Outcome<V> {
+        if let Some(outcome) = self.outcome.get() {
+            return outcome;
+        }
+        let here = self.thread_waiters();
+        loop {
+            {
+                let mut notified = pin!(here.notify.notified());
+                notified.as_mut().enable();
+                if let Some(outcome) = self.outcome.get() {
+                    return outcome;
+                }
+                let relays = here
+                    .relayed
+                    .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok();
+                if !relays {
+                    // Woken when the relay is: published, or the relay went away.
+                    notified.await;
+                    continue;
+                }
+            }
+            let _relay = Relay(&here);
+            return self.wait_published().await;
+        }
+    }
+
+    /// The followers of the calling thread, joined or begun.
+    fn thread_waiters(&self) -> Arc<ThreadWaiters> {
+        let thread = std::thread::current().id();
+        let mut threads = self.threads.lock();
+        if let Some(here) = threads.iter().find(|t| t.thread == thread) {
+            return Arc::clone(here);
+        }
+        let here = Arc::new(ThreadWaiters {
+            thread,
+            notify: Notify::new(),
+            relayed: AtomicBool::new(false),
+        });
+        threads.push(Arc::clone(&here));
+        here
+    }
+
+    /// Waits on the flight itself.
+    async fn wait_published(&self) -> &Outcome<V> {
         loop {
             let mut notified = pin!(self.notify.notified());
             notified.as_mut().enable();

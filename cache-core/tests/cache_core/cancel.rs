@@ -189,3 +189,118 @@ async fn cancel_wait_timeout_lets_followers_give_up() {
     let stats = stats_of(&cache, "Query.slow");
     assert_eq!((stats.timeouts, stats.dedupes), (1, 1));
 }
+
+/// Followers on one thread wait through one of them, the relay (one wake per thread):
+/// when the relay is cancelled, another takes its place, and the last follower standing
+/// still gets the value.
+#[tokio::test(flavor = "current_thread")]
+async fn cancelled_relays_hand_on_to_the_followers_of_their_thread() {
+    let cache: Cache<u32> = Cache::builder().ttl(Duration::from_secs(60)).build();
+    let ns = cache.namespace("Query.user");
+    let key = CacheKey::builder("Query.user").args("u1").finish();
+    let valve = Valve::closed();
+    let calls = Calls::default();
+    let caller = || {
+        let (cache, ns, valve, calls) = (cache.clone(), ns.clone(), valve.clone(), calls.clone());
+        tokio::spawn(async move {
+            cache
+                .get_or_fetch(key, &ns, move || async move {
+                    calls.bump();
+                    valve.wait().await;
+                    Ok::<_, Infallible>(7u32)
+                })
+                .await
+        })
+    };
+    let leader = caller();
+    eventually("the leader's fetch started", || calls.get() == 1).await;
+    // One thread: the first follower to wait relays for the others.
+    let followers: Vec<_> = (0..5).map(|_| caller()).collect();
+    callers_registered(&cache, "Query.user", 6).await;
+    tokio::task::yield_now().await;
+    let mut followers = followers.into_iter();
+    let last = followers.next_back().expect("five followers");
+    // Every follower but the last is cancelled in turn, relays first.
+    for follower in followers {
+        follower.abort();
+        assert!(within("a cancelled follower", follower)
+            .await
+            .expect_err("aborted")
+            .is_cancelled());
+        tokio::task::yield_now().await;
+    }
+    valve.open();
+    assert_eq!(
+        within("the leader", leader)
+            .await
+            .expect("task")
+            .expect("value"),
+        7
+    );
+    assert_eq!(
+        within("the last follower", last)
+            .await
+            .expect("task")
+            .expect("value"),
+        7
+    );
+    assert_eq!(calls.get(), 1, "the followers never fetched");
+}
+
+/// A leader on one thread wakes followers on another (each a current-thread runtime,
+/// as the gateway's shards are): every follower gets the one fetch's value.
+#[test]
+fn followers_on_another_thread_get_the_leaders_value() {
+    let cache: Cache<u32> = Cache::builder().ttl(Duration::ZERO).build();
+    let ns = cache.namespace("Query.user");
+    let key = CacheKey::builder("Query.user").args("u1").finish();
+    let valve = Valve::closed();
+    let calls = Calls::default();
+    let runtime = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    let leader = {
+        let (cache, ns, valve, calls) = (cache.clone(), ns.clone(), valve.clone(), calls.clone());
+        std::thread::spawn(move || {
+            runtime().block_on(cache.get_or_fetch(key, &ns, move || async move {
+                calls.bump();
+                valve.wait().await;
+                Ok::<_, Infallible>(7u32)
+            }))
+        })
+    };
+    let values = runtime().block_on(async {
+        eventually("the leader's fetch started", || calls.get() == 1).await;
+        let followers: Vec<_> = (0..20)
+            .map(|_| {
+                let (cache, ns) = (cache.clone(), ns.clone());
+                tokio::spawn(async move {
+                    cache
+                        .get_or_fetch(key, &ns, || async { Ok::<_, Infallible>(0u32) })
+                        .await
+                })
+            })
+            .collect();
+        callers_registered(&cache, "Query.user", 21).await;
+        valve.open();
+        let mut values = Vec::new();
+        for follower in followers {
+            values.push(
+                within("a follower", follower)
+                    .await
+                    .expect("task")
+                    .expect("value"),
+            );
+        }
+        values
+    });
+    assert_eq!(
+        leader.join().expect("the leader's thread").expect("value"),
+        7
+    );
+    assert!(values.iter().all(|v| *v == 7), "{values:?}");
+    assert_eq!(calls.get(), 1);
+}
