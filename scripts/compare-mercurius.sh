@@ -11,6 +11,7 @@
 # The lab's gateway runs with one worker thread (`--worker-threads 1`, as the seed
 # experiment does, and as Node runs the Mercurius gateway's JavaScript on one thread);
 # GATEWAY_ARGS replaces those arguments (GATEWAY_ARGS= for tokio's default pool).
+# LOAD=wrk loads with wrk -t1 instead of loadgen bench (scripts/lib/record.sh, post_load).
 # Needs node and npm (the peer's setup runs `npm ci`); the Node stack uses ports 3000-3002.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,14 +27,11 @@ command -v node >/dev/null || { echo "compare-mercurius.sh: node is missing (apt
 cargo build --release --locked -p gateway -p user-service -p post-service -p loadgen
 bin=$PWD/target/release
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-echo 'query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }' > "$work/seed.graphql"
+echo '{"query":"query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }"}' > "$work/seed.json"
 wait_up() { for _ in $(seq 300); do curl -fs "$1" -H 'content-type: application/json' -d '{"query":"{ __typename }"}' >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "no answer from $1" >&2; return 1; }
 pids=()
 stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done; pids=(); }
-load() { # url duration [json-out]
-  "$bin/loadgen" bench --url "$1" --query-file "$work/seed.graphql" --connections 100 --threads 1 \
-    --duration "$2" --json --no-progress > "${3:-/dev/null}"
-}
+load() { post_load "$1" "$work/seed.json" "$2" "${3:-/dev/null}"; } # url duration [json-out]
 bench() { # name config url gateway-pid
   load "$3" 2s
   local before after
