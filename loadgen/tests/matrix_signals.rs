@@ -2,6 +2,8 @@
 //! CI runner or a process manager sends it) and SIGINT (Ctrl-C) in the middle of a run
 //! stop every process it started (subgraphs, gateways, redis-server) by PID, the run's
 //! folder is marked `INCOMPLETE`, and loadgen exits with 128 + the signal's number.
+//! After SIGKILL, which no handler sees, the kernel ends them (their parent-death
+//! signal).
 //!
 //! The children are found from outside, as an operator would: the processes whose parent
 //! is the loadgen under test, read from `/proc`.
@@ -93,13 +95,20 @@ fn stderr_of(child: &mut Child) -> String {
     text
 }
 
-/// Start a long run with a redis-server and two gateways, wait until all five of its
-/// processes run, send `signal`, and check what is left.
-fn stopped_by(signal: libc::c_int, signal_name: &str) {
+/// A long matrix run under way: loadgen, and the five processes it started.
+struct LongRun {
+    loadgen: Child,
+    pid: u32,
+    children: Vec<(u32, String)>,
+    /// The run's folder, and the test's own.
+    run: PathBuf,
+    dir: PathBuf,
+}
+
+/// Start a long run with a redis-server and two gateways, and wait until all five of
+/// its processes run and its measurement window has begun.
+fn long_run(signal_name: &str) -> LongRun {
     let bin_dir = bin_dir();
-    let _turn = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let dir = std::env::temp_dir().join(format!(
         "loadgen-matrix-{signal_name}-{}",
         std::process::id()
@@ -164,6 +173,27 @@ gateway = ["--ttl", "10", "--storage", "layered", "--redis", "{{redis}}"]
     };
     // Into the measurement window.
     std::thread::sleep(Duration::from_secs(2));
+    LongRun {
+        loadgen,
+        pid,
+        children,
+        run,
+        dir,
+    }
+}
+
+/// Stop a long run with `signal` (SIGTERM or SIGINT), and check what is left.
+fn stopped_by(signal: libc::c_int, signal_name: &str) {
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let LongRun {
+        mut loadgen,
+        pid,
+        children,
+        run,
+        dir,
+    } = long_run(signal_name);
     // SAFETY: kill(2) on our own unreaped child.
     unsafe {
         libc::kill(pid as libc::pid_t, signal);
@@ -231,4 +261,46 @@ fn sigterm_stops_every_process_the_run_started() {
 #[test]
 fn sigint_stops_every_process_the_run_started() {
     stopped_by(libc::SIGINT, "SIGINT");
+}
+
+#[test]
+fn sigkill_leaves_no_process_the_run_started() {
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut run = long_run("SIGKILL");
+    // SAFETY: kill(2) on our own unreaped child.
+    unsafe {
+        libc::kill(run.pid as libc::pid_t, libc::SIGKILL);
+    }
+    let status = run.loadgen.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+    // The kernel SIGKILLs each child as its parent goes: give it a moment, bounded.
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let survivors: Vec<_> = run
+            .children
+            .iter()
+            .filter(|(pid, name)| alive(*pid, name))
+            .collect();
+        if survivors.is_empty() {
+            break;
+        }
+        if Instant::now() > until {
+            for (pid, _) in &survivors {
+                // SAFETY: best-effort cleanup of a process the test found, by its PID.
+                unsafe {
+                    libc::kill(*pid as libc::pid_t, libc::SIGKILL);
+                }
+            }
+            panic!("processes outlived loadgen matrix killed by SIGKILL: {survivors:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !run.run.join("summary.json").exists(),
+        "a killed run writes no summary"
+    );
+    std::fs::remove_dir_all(&run.dir).ok();
 }

@@ -14,6 +14,13 @@
 //! A child's `Child` sits behind a mutex shared by its owner and the registry, and is
 //! only ever reaped through it, so a PID is never signalled after the process was
 //! reaped (when the kernel could have given the PID to another process).
+//!
+//! **`kill -9`.** No handler runs on SIGKILL, so each child also asks the kernel to
+//! SIGKILL it when its parent goes away (`PR_SET_PDEATHSIG`, set between fork and exec).
+//! The kernel ties that request to the parent *thread*, not the process, so every
+//! child is spawned from one thread that lives as long as loadgen ([`keeper`]): a
+//! runtime's worker thread that ends early never takes children with it. A child whose
+//! parent died between fork and the request refuses to start.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
@@ -55,7 +62,7 @@ impl TrackedChild {
                 "the run is being stopped: no new process",
             ));
         }
-        let child = command.spawn()?;
+        let child = spawn_kept(command)?;
         let pid = child.id();
         let child = Arc::new(Mutex::new(child));
         registry.children.retain(|(_, c)| c.strong_count() > 0);
@@ -92,6 +99,71 @@ impl TrackedChild {
         let _ = child.kill();
         let _ = child.wait();
     }
+}
+
+/// One spawn for the [`keeper`] thread: the command, and where its outcome goes.
+struct Spawn {
+    command: Command,
+    outcome: std::sync::mpsc::Sender<(Command, std::io::Result<Child>)>,
+}
+
+/// The thread every child is spawned from, started on first use and never ended, so
+/// `PR_SET_PDEATHSIG` fires only when loadgen itself ends.
+fn keeper() -> &'static Mutex<std::sync::mpsc::Sender<Spawn>> {
+    static KEEPER: OnceLock<Mutex<std::sync::mpsc::Sender<Spawn>>> = OnceLock::new();
+    KEEPER.get_or_init(|| {
+        let (spawns, requests) = std::sync::mpsc::channel::<Spawn>();
+        std::thread::Builder::new()
+            .name("matrix-children".into())
+            .spawn(move || {
+                for Spawn {
+                    mut command,
+                    outcome,
+                } in requests
+                {
+                    let child = command.spawn();
+                    let _ = outcome.send((command, child));
+                }
+            })
+            .expect("spawn the thread children are started from");
+        Mutex::new(spawns)
+    })
+}
+
+/// Spawn `command` from the [`keeper`] thread, SIGKILLed by the kernel when loadgen
+/// ends however it ends.
+fn spawn_kept(command: &mut Command) -> std::io::Result<Child> {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id();
+    // SAFETY: between fork and exec the closure calls only prctl(2) and getppid(2),
+    // both async-signal-safe, and allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // loadgen ended before the request was made: no signal would come.
+            if u32::try_from(libc::getppid()).ok() != Some(parent) {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+    let (outcome, answer) = std::sync::mpsc::channel();
+    let job = Spawn {
+        command: std::mem::replace(command, Command::new("")),
+        outcome,
+    };
+    keeper()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .send(job)
+        .map_err(|_| std::io::Error::other("the thread that starts children has ended"))?;
+    let (returned, child) = answer
+        .recv()
+        .map_err(|_| std::io::Error::other("the thread that starts children has ended"))?;
+    *command = returned;
+    child
 }
 
 /// `signal` to `child`'s PID if it has not been reaped (the caller holds its lock, so
