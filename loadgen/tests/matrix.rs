@@ -223,6 +223,11 @@ fn matrix_quick_runs_the_seed_experiment_end_to_end() {
             && manifest.get("kernel").is_some()
             && manifest.get("cpu_model").is_some()
     );
+    // One round, in the file's order (later rounds rotate it: loadgen/src/matrix/order.rs).
+    assert_eq!(
+        manifest["round_order"],
+        serde_json::json!([["no-cache", "ttl-0", "ttl-1", "ttl-10"]])
+    );
 
     // The rest of the run directory.
     let md = std::fs::read_to_string(run.join("summary.md")).unwrap();

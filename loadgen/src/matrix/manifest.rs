@@ -48,6 +48,10 @@ pub struct Manifest {
     pub arguments: Vec<String>,
     /// Rounds and windows actually used (after --quick and overrides).
     pub settings: serde_json::Value,
+    /// The configurations' order in each round, first round first (rotated each round:
+    /// `order.rs`). Empty in manifests written before it was recorded.
+    #[serde(default)]
+    pub round_order: Vec<Vec<String>>,
     pub binaries: Vec<BinaryInfo>,
 }
 

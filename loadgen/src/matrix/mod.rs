@@ -1,9 +1,11 @@
 //! `loadgen matrix`: run every configuration of an experiment, round after round.
 //!
-//! Rounds are interleaved (A B C D, A B C D, …) so that drift on a shared machine hits
-//! every configuration alike. The steps, each in its own file along the data's path:
+//! Rounds are interleaved, and their order rotates (A B C D, B C D A, …: [`order`]), so
+//! that drift on a shared machine hits every configuration alike. The steps, each in
+//! its own file along the data's path:
 //!
 //! - [`experiment`]: the experiment file; [`settings`]: rounds, windows, binaries;
+//!   [`order`]: which configuration runs when in each round;
 //! - [`lifecycle`] (with [`services`], [`redis_server`], [`redis_cluster`], [`network`],
 //!   [`http_probe`]): start fresh processes on free ports (latency proxies in front of
 //!   the services a configuration puts across a network), wait for `/health`, check the
@@ -34,6 +36,7 @@ pub mod lifecycle;
 pub mod manifest;
 pub mod measure;
 pub mod network;
+pub mod order;
 pub mod profile;
 pub mod query;
 pub mod reaper;
@@ -252,6 +255,14 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
         experiment: experiment_text,
         arguments: std::env::args().collect(),
         settings: serde_json::to_value(settings)?,
+        round_order: order::by_name(
+            &experiment
+                .configs
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>(),
+            settings.rounds,
+        ),
         binaries: std::iter::once(manifest::binary_info(GATEWAY, &binaries.gateway))
             .chain(
                 started_binaries
@@ -292,7 +303,8 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
     let mut notes: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut stopped: Option<String> = None;
     'rounds: for round in 1..=settings.rounds {
-        for config in &experiment.configs {
+        for index in order::of_round(experiment.configs.len(), round) {
+            let config = &experiment.configs[index];
             let output = run_configuration(&ctx, config, round).map_err(|e| {
                 e.context(format!(
                     "aborting the run (files so far in {})",
