@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use cache_core::{Cache, CacheError, CacheKey};
 
-use crate::support::{callers_registered, eventually, stats_of, within, Calls, Valve};
+use crate::support::{
+    callers_registered, eventually, gated_caller, stats_of, within, Calls, Valve,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_leader_mid_fetch_a_follower_takes_over() {
@@ -200,18 +202,7 @@ async fn cancelled_relays_hand_on_to_the_followers_of_their_thread() {
     let key = CacheKey::builder("Query.user").args("u1").finish();
     let valve = Valve::closed();
     let calls = Calls::default();
-    let caller = || {
-        let (cache, ns, valve, calls) = (cache.clone(), ns.clone(), valve.clone(), calls.clone());
-        tokio::spawn(async move {
-            cache
-                .get_or_fetch(key, &ns, move || async move {
-                    calls.bump();
-                    valve.wait().await;
-                    Ok::<_, Infallible>(7u32)
-                })
-                .await
-        })
-    };
+    let caller = || gated_caller(&cache, &ns, key, &valve, &calls);
     let leader = caller();
     eventually("the leader's fetch started", || calls.get() == 1).await;
     // One thread: the first follower to wait relays for the others.

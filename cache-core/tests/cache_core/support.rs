@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cache_core::{Cache, StatsSnapshot};
+use cache_core::{Cache, CacheError, CacheKey, Namespace, StatsSnapshot};
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 /// Holds fetches until the test opens it.
 #[derive(Clone)]
@@ -102,4 +103,25 @@ pub async fn within<T>(what: &str, future: impl std::future::Future<Output = T>)
         Ok(value) => value,
         Err(_) => panic!("timed out waiting for {what}"),
     }
+}
+
+/// A caller of `key` spawned on the current runtime: if it leads, its fetch counts
+/// itself in `calls`, waits for `valve`, and returns 7.
+pub fn gated_caller(
+    cache: &Cache<u32>,
+    ns: &Namespace<u32>,
+    key: CacheKey,
+    valve: &Valve,
+    calls: &Calls,
+) -> JoinHandle<Result<u32, CacheError>> {
+    let (cache, ns, valve, calls) = (cache.clone(), ns.clone(), valve.clone(), calls.clone());
+    tokio::spawn(async move {
+        cache
+            .get_or_fetch(key, &ns, move || async move {
+                calls.bump();
+                valve.wait().await;
+                Ok::<_, std::convert::Infallible>(7u32)
+            })
+            .await
+    })
 }

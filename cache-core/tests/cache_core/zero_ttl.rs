@@ -9,7 +9,7 @@ use std::time::Duration;
 use cache_core::strategies::{self, check_lifetimes, LifetimeConflict, LifetimeUse, CATALOGUE};
 use cache_core::{Cache, CacheDirectives, CacheKey, Fetched, OriginTtl, StaleIfError};
 
-use crate::support::{callers_registered, stats_of, within, Boom, Calls, Valve};
+use crate::support::{callers_registered, gated_caller, stats_of, within, Boom, Calls, Valve};
 
 fn with_header(value: u32, header: &str) -> Fetched<u32> {
     Fetched::new(value).cache_control(Some(CacheDirectives::parse(header.as_bytes())))
@@ -100,19 +100,7 @@ async fn zero_ttl_with_strategies_still_shares_one_fetch_between_concurrent_call
         let key = CacheKey::builder("Query.n").finish();
         let (calls, valve) = (Calls::default(), Valve::closed());
         let callers: Vec<_> = (0..50)
-            .map(|_| {
-                let (cache, ns, calls, valve) =
-                    (cache.clone(), ns.clone(), calls.clone(), valve.clone());
-                tokio::spawn(async move {
-                    cache
-                        .get_or_fetch(key, &ns, move || async move {
-                            calls.bump();
-                            valve.wait().await;
-                            Ok::<_, Infallible>(7u32)
-                        })
-                        .await
-                })
-            })
+            .map(|_| gated_caller(&cache, &ns, key, &valve, &calls))
             .collect();
         callers_registered(&cache, "Query.n", 50).await;
         valve.open();
