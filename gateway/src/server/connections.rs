@@ -101,14 +101,22 @@ pub async fn serve(
             Some((shard, place)) => {
                 // The socket moves to the shard's reactor: registered there, it wakes
                 // only that shard's thread.
-                let Ok(stream) = stream.into_std() else {
-                    continue;
+                let stream = match stream.into_std() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::warn!("cannot hand a connection to shard: {e}");
+                        continue;
+                    }
                 };
                 connections.spawn_on(
                     async move {
                         let _seats = (seat, place);
-                        let Ok(stream) = TcpStream::from_std(stream) else {
-                            return;
+                        let stream = match TcpStream::from_std(stream) {
+                            Ok(s) => s,
+                            Err(e) => {
+                                tracing::warn!("a shard cannot take a connection: {e}");
+                                return;
+                            }
                         };
                         let io = TokioIo::new(Lingering::new(stream, lingering));
                         serve_connection(io, service, timeout, draining).await;
