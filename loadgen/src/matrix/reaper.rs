@@ -18,7 +18,7 @@
 //! **`kill -9`.** No handler runs on SIGKILL, so each child also asks the kernel to
 //! SIGKILL it when its parent goes away (`PR_SET_PDEATHSIG`, set between fork and exec).
 //! The kernel ties that request to the parent *thread*, not the process, so every
-//! child is spawned from one thread that lives as long as loadgen ([`keeper`]): a
+//! child is spawned from one thread that lives as long as loadgen (`keeper`): a
 //! runtime's worker thread that ends early never takes children with it. A child whose
 //! parent died between fork and the request refuses to start.
 
