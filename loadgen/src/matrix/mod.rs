@@ -5,7 +5,8 @@
 //! its own file along the data's path:
 //!
 //! - [`experiment`]: the experiment file; [`settings`]: rounds, windows, binaries;
-//!   [`order`]: which configuration runs when in each round;
+//!   [`order`]: which configuration runs when in each round; [`eta`]: how far the run
+//!   has come and about how long it has left;
 //! - [`lifecycle`] (with [`services`], [`redis_server`], [`redis_cluster`], [`network`],
 //!   [`http_probe`]): start fresh processes on free ports (latency proxies in front of
 //!   the services a configuration puts across a network), wait for `/health`, check the
@@ -29,6 +30,7 @@ pub mod cache_figures;
 pub mod compare;
 pub mod disturbance;
 pub mod error_budget;
+pub mod eta;
 pub mod experiment;
 pub mod graph;
 pub mod http_probe;
@@ -302,6 +304,7 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
     let mut stacks: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     let mut notes: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut stopped: Option<String> = None;
+    let mut eta = eta::Eta::start(experiment.configs.len() * settings.rounds as usize);
     'rounds: for round in 1..=settings.rounds {
         for index in order::of_round(experiment.configs.len(), round) {
             let config = &experiment.configs[index];
@@ -319,7 +322,7 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
                 )
             });
             eprintln!(
-                "  round {round}/{} {:<12} {:>9.0} req/s  p50 {}  p99 {}  errors {}{freshness}{}",
+                "  round {round}/{} {:<12} {:>9.0} req/s  p50 {}  p99 {}  errors {}{freshness}{}  {}",
                 settings.rounds,
                 config.name,
                 m.requests_per_sec,
@@ -329,7 +332,8 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
                 m.profile_note
                     .as_deref()
                     .map(|n| format!("  [{n}]"))
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
+                eta.window_done()
             );
             write_json(
                 &out.join("runs")
