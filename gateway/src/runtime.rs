@@ -102,11 +102,6 @@ impl Drop for Seat {
 }
 
 impl Shards {
-    /// How many shards there are (0: serve where accepted).
-    pub fn len(&self) -> usize {
-        self.handles.len()
-    }
-
     /// Whether every connection is served where it was accepted.
     pub fn is_empty(&self) -> bool {
         self.handles.is_empty()

@@ -118,6 +118,11 @@ fn bad_limits_are_refused_by_name() {
     refused(&["--drain-timeout", "forever"], "--drain-timeout");
     refused(&["--max-connections", "lots"], "--max-connections");
     refused(&["--worker-threads", "0"], "--worker-threads");
+    refused(&["--shards", "0"], "--shards");
+    refused(
+        &["--shards", "2", "--worker-threads", "2"],
+        "cannot be used with",
+    );
     // The operation limits (docs/gateway.md, "Limits").
     refused(&["--max-tokens", "0"], "--max-tokens");
     refused(&["--max-depth", "0"], "--max-depth");
@@ -542,14 +547,4 @@ async fn policies_the_schema_makes_do_nothing_are_refused() {
     let gateway = GatewayProcess::start(&user, &post, &["--ttl", "10", "--policy", example]).await;
     let answer = gateway.query("{ topPosts(count: 1) { pid } }").await;
     assert_eq!(answer["data"]["topPosts"][0]["pid"], "p1", "{answer}");
-}
-
-#[test]
-fn bad_runtime_flags_are_refused_by_name() {
-    refused(&["--shards", "0"], "--shards");
-    refused(&["--worker-threads", "0"], "--worker-threads");
-    refused(
-        &["--shards", "2", "--worker-threads", "2"],
-        "cannot be used with",
-    );
 }
