@@ -1,9 +1,11 @@
-//! What every chart of a run shares: escaping text for SVG and HTML, the palette (a
-//! colour and a dash pattern per series), number formats for values and ticks, and the
-//! estimated width of a line of text, so that a layout can be computed before a browser
-//! draws it.
+//! What every chart of a run shares: escaping text for SVG, the palette (a colour and a
+//! dash pattern per series), number formats for values and ticks, and the estimated
+//! width of a line of text, so that a layout can be computed before a browser draws it.
+//! The charts are SVG documents of their own, written with `format!`; every name in
+//! them (configurations, experiment, run, gateway arguments) goes through [`escape`].
+//! The pages that show them are written with maud ([`super::html`]).
 
-/// Escape text for an SVG or HTML text node or a quoted attribute.
+/// Escape text for an SVG text node or a quoted attribute.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {

@@ -5,10 +5,10 @@
 //! spread, and every round drawn as a dot. Above them, what makes the two runs hard to
 //! compare: other machines, other experiments, disturbed or quick runs.
 
-use std::fmt::Write as _;
+use maud::{html, Markup};
 
 use super::manifest::date_of;
-use super::page::{badge, callout, escape, link, table, Page};
+use super::page::{badge, callout, link, table, Page};
 use super::run::headline;
 use crate::matrix::compare::{pairs, Change, Metric, Verdict, METRICS};
 use crate::matrix::disturbance;
@@ -38,34 +38,30 @@ fn machine(m: &Option<Manifest>) -> String {
 }
 
 /// The two runs, one row each.
-fn runs(a: &Side, b: &Side) -> String {
-    let rows: Vec<Vec<String>> = [a, b]
+fn runs(a: &Side, b: &Side) -> Markup {
+    let rows: Vec<Vec<Markup>> = [a, b]
         .iter()
         .map(|s| {
             let run = match &s.page {
                 Some(p) => link(p, &s.summary.run_id),
-                None => escape(&s.summary.run_id),
+                None => html! { (s.summary.run_id) },
             };
             let m = &s.manifest;
-            let commit = m
-                .as_ref()
-                .and_then(|m| m.git.commit.as_deref())
-                .map_or("–".into(), |c| {
-                    format!("<code>{}</code>", escape(&c[..c.len().min(12)]))
-                });
+            let commit = m.as_ref().and_then(|m| m.git.commit.as_deref());
             vec![
-                format!("<strong>{}</strong>", s.label),
+                html! { strong { (s.label) } },
                 run,
-                escape(&s.summary.experiment),
-                escape(&m.as_ref().map_or("–".into(), |m| date_of(&m.timestamp))),
-                commit,
-                escape(&machine(m)),
-                format!(
-                    "{}{}",
-                    s.summary.rounds,
-                    if s.summary.quick { " (--quick)" } else { "" }
-                ),
-                escape(&headline(&s.summary).unwrap_or_default()),
+                html! { (s.summary.experiment) },
+                html! { (m.as_ref().map_or("–".into(), |m| date_of(&m.timestamp))) },
+                html! {
+                    @match commit {
+                        Some(c) => code { (c.chars().take(12).collect::<String>()) },
+                        None => "–",
+                    }
+                },
+                html! { (machine(m)) },
+                html! { (s.summary.rounds) @if s.summary.quick { " (--quick)" } },
+                html! { (headline(&s.summary).unwrap_or_default()) },
             ]
         })
         .collect();
@@ -86,79 +82,68 @@ fn runs(a: &Side, b: &Side) -> String {
 }
 
 /// What makes the two runs hard to compare.
-fn caveats(a: &Side, b: &Side) -> Vec<String> {
+fn caveats(a: &Side, b: &Side) -> Vec<Markup> {
     let mut out = Vec::new();
     let same_machine = match (&a.manifest, &b.manifest) {
         (Some(x), Some(y)) => x.cpu_model == y.cpu_model && x.cores == y.cores,
         _ => false,
     };
     if !same_machine {
-        out.push(format!(
-            "{} The runs are not known to come from the same machine (A: {}; B: {}): absolute \
-             req/s, p99 and CPU say little across machines; the ratios against each run's baseline \
-             are what can be compared.",
-            badge("warning", "machines"),
-            escape(&machine(&a.manifest)),
-            escape(&machine(&b.manifest))
-        ));
+        out.push(html! {
+            (badge("warning", "machines"))
+            " The runs are not known to come from the same machine (A: " (machine(&a.manifest))
+            "; B: " (machine(&b.manifest)) "): absolute req/s, p99 and CPU say little across \
+            machines; the ratios against each run's baseline are what can be compared."
+        });
     }
     if a.summary.experiment != b.summary.experiment {
-        out.push(format!(
-            "{} Different experiments ({} and {}): only configurations with the same name are set side by side.",
-            badge("warning", "experiments"),
-            escape(&a.summary.experiment),
-            escape(&b.summary.experiment)
-        ));
+        out.push(html! {
+            (badge("warning", "experiments"))
+            " Different experiments (" (a.summary.experiment) " and " (b.summary.experiment)
+            "): only configurations with the same name are set side by side."
+        });
     }
     for s in [a, b] {
         if s.summary.rounds < 2 {
-            out.push(format!(
-                "{} {} has one round: its figures have no spread, and a change cannot be told from noise.",
-                badge("warning", "1 round"),
-                s.label
-            ));
+            out.push(html! {
+                (badge("warning", "1 round")) " " (s.label)
+                " has one round: its figures have no spread, and a change cannot be told from noise."
+            });
         }
         if s.summary.quick {
-            out.push(format!(
-                "{} {} is a --quick run: indicative only.",
-                badge("quiet", "--quick"),
-                s.label
-            ));
+            out.push(html! {
+                (badge("quiet", "--quick")) " " (s.label) " is a --quick run: indicative only."
+            });
         }
         for d in disturbance::of(&s.summary) {
             let configs: Vec<String> = d
                 .configs
                 .iter()
-                .map(|(name, detail)| format!("{}: {}", escape(name), escape(detail)))
+                .map(|(name, detail)| format!("{name}: {detail}"))
                 .collect();
-            out.push(format!(
-                "{} {} was disturbed: {}. {}",
-                badge("warning", d.short),
-                s.label,
-                escape(&d.what),
-                configs.join("; ")
-            ));
+            out.push(html! {
+                (badge("warning", d.short)) " " (s.label) " was disturbed: " (d.what) ". "
+                (configs.join("; "))
+            });
         }
     }
     out
 }
 
-fn spread_text(s: Option<Spread>, digits: usize) -> String {
-    s.map_or("–".into(), |s| {
-        if s.min < s.max {
-            format!(
-                "{:.digits$} <small>({:.digits$}–{:.digits$})</small>",
-                s.median, s.min, s.max
-            )
-        } else {
-            format!("{:.digits$}", s.median)
-        }
-    })
+fn spread_text(s: Option<Spread>, digits: usize) -> Markup {
+    match s {
+        Some(s) if s.min < s.max => html! {
+            (format!("{:.digits$}", s.median)) " "
+            small { (format!("({:.digits$}–{:.digits$})", s.min, s.max)) }
+        },
+        Some(s) => html! { (format!("{:.digits$}", s.median)) },
+        None => html! { "–" },
+    }
 }
 
 /// Every round of A (top line) and B (bottom line) as dots on one axis, medians as
 /// ticks.
-fn rounds_strip(metric: &Metric, a: Option<&ConfigSummary>, b: Option<&ConfigSummary>) -> String {
+fn rounds_strip(metric: &Metric, a: Option<&ConfigSummary>, b: Option<&ConfigSummary>) -> Markup {
     let values = |c: Option<&ConfigSummary>| -> Vec<f64> {
         c.map_or(Vec::new(), |c| {
             c.rounds.iter().filter_map(metric.round).collect()
@@ -172,7 +157,7 @@ fn rounds_strip(metric: &Metric, a: Option<&ConfigSummary>, b: Option<&ConfigSum
         .filter(|v| v.is_finite())
         .collect();
     if all.is_empty() {
-        return "–".into();
+        return html! { "–" };
     }
     let (lo, hi) = all
         .iter()
@@ -186,108 +171,101 @@ fn rounds_strip(metric: &Metric, a: Option<&ConfigSummary>, b: Option<&ConfigSum
     };
     let (lo, hi) = (lo - pad, hi + pad);
     let (width, left, right) = (220.0, 8.0, 212.0);
-    let x = |v: f64| left + (v - lo) / (hi - lo) * (right - left);
-    let mut svg = format!(
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="34" viewBox="0 0 {width:.0} 34" role="img"><line x1="{left}" x2="{right}" y1="17" y2="17" stroke="#ddd"/>"##
-    );
-    for (k, (label, values, y)) in [("A", &va, 9.0), ("B", &vb, 25.0)].into_iter().enumerate() {
-        if let Some(s) = Spread::of(values) {
-            let _ = write!(
-                svg,
-                r#"<line x1="{0:.1}" x2="{0:.1}" y1="{1:.1}" y2="{2:.1}" stroke="{3}" stroke-width="2"/>"#,
-                x(s.median),
-                y - 7.0,
-                y + 7.0,
-                colour(k)
-            );
-        }
-        for v in values.iter() {
-            let _ = write!(
-                svg,
-                r#"<circle cx="{:.1}" cy="{y:.1}" r="3.5" fill="{}" fill-opacity="0.75"><title>{label}: {v:.2}</title></circle>"#,
-                x(*v),
-                colour(k)
-            );
+    let x = |v: f64| format!("{:.1}", left + (v - lo) / (hi - lo) * (right - left));
+    let one = |v: f64| format!("{v:.1}");
+    // Elements of an SVG inside HTML are closed with an end tag: a void `<line>` would
+    // hold the elements after it.
+    html! {
+        svg xmlns="http://www.w3.org/2000/svg" width=(width) height="34"
+            viewBox={ "0 0 " (width) " 34" } role="img" {
+            line x1=(left) x2=(right) y1="17" y2="17" stroke="#ddd" {}
+            @for (k, (label, values, y)) in [("A", &va, 9.0), ("B", &vb, 25.0)].into_iter().enumerate() {
+                @if let Some(s) = Spread::of(values) {
+                    line x1=(x(s.median)) x2=(x(s.median)) y1=(one(y - 7.0)) y2=(one(y + 7.0))
+                        stroke=(colour(k)) stroke-width="2" {}
+                }
+                @for v in values.iter() {
+                    circle cx=(x(*v)) cy=(one(y)) r="3.5" fill=(colour(k)) fill-opacity="0.75" {
+                        title { (label) ": " (format!("{v:.2}")) }
+                    }
+                }
+            }
         }
     }
-    svg.push_str("</svg>");
-    svg
 }
 
-/// One figure's table: a row per configuration.
-fn metric_table(metric: &Metric, a: &Summary, b: &Summary) -> String {
-    let rows: Vec<Vec<String>> = pairs(a, b)
-        .into_iter()
-        .map(|(name, ca, cb)| {
-            let change = Change::of(
-                ca.and_then(metric.spread),
-                cb.and_then(metric.spread),
-                a.rounds,
-                b.rounds,
-            );
-            let ratio = match (change.ratio(), change.ratio_range()) {
-                (Some(r), Some((lo, hi))) if lo < hi => {
-                    format!("{r:.3}x <small>({lo:.3}–{hi:.3})</small>")
-                }
-                (Some(r), _) => format!("{r:.3}x"),
-                _ => "–".into(),
-            };
-            let (word, class) = match (change.ratio(), change.verdict) {
-                (Some(r), Verdict::Beyond) => {
-                    let better = (r > 1.0) == metric.higher_is_better;
-                    (
-                        format!(
-                            "{:+.1}%: {}",
-                            (r - 1.0) * 100.0,
-                            if better { "better" } else { "worse" }
-                        ),
-                        if better { "good" } else { "bad" },
-                    )
-                }
-                (Some(r), Verdict::Within) => (
-                    format!("{:+.1}%: within the rounds' spread", (r - 1.0) * 100.0),
-                    "",
-                ),
-                (Some(r), Verdict::NoSpread) => (
-                    format!("{:+.1}%: no spread to judge by", (r - 1.0) * 100.0),
-                    "",
-                ),
-                _ => ("–".into(), ""),
-            };
-            let verdict = if class.is_empty() {
-                escape(&word)
-            } else {
-                format!("<strong>{}</strong>", escape(&word))
-            };
-            let mut cells = vec![
-                format!("<strong>{}</strong>", escape(name)),
-                spread_text(change.a, metric.digits),
-                spread_text(change.b, metric.digits),
-                ratio,
-                verdict,
-                rounds_strip(metric, ca, cb),
-            ];
-            if !class.is_empty() {
-                cells[4] = format!("<span class=\"{class}\">{}</span>", cells[4]);
+/// One figure's table: a row per configuration; a change beyond the spread colours its
+/// cell.
+fn metric_table(metric: &Metric, a: &Summary, b: &Summary) -> Markup {
+    let header = [
+        "config",
+        "A: median (min–max)",
+        "B: median (min–max)",
+        "B/A (range the rounds allow)",
+        "change",
+        "rounds: A above, B below",
+    ];
+    let rows = pairs(a, b).into_iter().map(|(name, ca, cb)| {
+        let change = Change::of(
+            ca.and_then(metric.spread),
+            cb.and_then(metric.spread),
+            a.rounds,
+            b.rounds,
+        );
+        let ratio = match (change.ratio(), change.ratio_range()) {
+            (Some(r), Some((lo, hi))) if lo < hi => {
+                html! { (format!("{r:.3}x")) " " small { (format!("({lo:.3}–{hi:.3})")) } }
             }
-            cells
-        })
-        .collect();
-    let html = table(
-        &[
-            "config",
-            "A: median (min–max)",
-            "B: median (min–max)",
-            "B/A (range the rounds allow)",
-            "change",
-            "rounds: A above, B below",
-        ],
-        &[false, true, true, true, false, false],
-        &rows,
-    );
-    // A change beyond the spread colours its cell.
-    html.replace("<td><span class=\"good\">", "<td class=\"good\"><span>")
-        .replace("<td><span class=\"bad\">", "<td class=\"bad\"><span>")
+            (Some(r), _) => html! { (format!("{r:.3}x")) },
+            _ => html! { "–" },
+        };
+        let (word, class) = match (change.ratio(), change.verdict) {
+            (Some(r), Verdict::Beyond) => {
+                let better = (r > 1.0) == metric.higher_is_better;
+                (
+                    format!(
+                        "{:+.1}%: {}",
+                        (r - 1.0) * 100.0,
+                        if better { "better" } else { "worse" }
+                    ),
+                    Some(if better { "good" } else { "bad" }),
+                )
+            }
+            (Some(r), Verdict::Within) => (
+                format!("{:+.1}%: within the rounds' spread", (r - 1.0) * 100.0),
+                None,
+            ),
+            (Some(r), Verdict::NoSpread) => (
+                format!("{:+.1}%: no spread to judge by", (r - 1.0) * 100.0),
+                None,
+            ),
+            _ => ("–".into(), None),
+        };
+        html! {
+            tr {
+                td { strong { (name) } }
+                td class="num" { (spread_text(change.a, metric.digits)) }
+                td class="num" { (spread_text(change.b, metric.digits)) }
+                td class="num" { (ratio) }
+                @match class {
+                    Some(class) => td class=(class) { strong { (word) } },
+                    None => td { (word) },
+                }
+                td { (rounds_strip(metric, ca, cb)) }
+            }
+            "\n"
+        }
+    });
+    let rows: Vec<Markup> = rows.collect();
+    html! {
+        div class="table" {
+            table {
+                thead { tr { @for h in header { th { (h) } } } }
+                tbody { "\n" @for row in &rows { (row) } }
+            }
+        }
+        "\n"
+    }
 }
 
 /// The page.
@@ -296,32 +274,33 @@ pub fn page(a: &Side, b: &Side) -> String {
         "compare {} run {} → {} run {}",
         a.summary.experiment, a.summary.run_id, b.summary.experiment, b.summary.run_id
     ));
-    page.push(&format!(
-        "<h1>What changed from A ({} run {}) to B ({} run {})</h1>",
-        escape(&a.summary.experiment),
-        escape(&a.summary.run_id),
-        escape(&b.summary.experiment),
-        escape(&b.summary.run_id)
-    ));
-    page.push(&runs(a, b));
+    page.push(html! {
+        h1 {
+            "What changed from A (" (a.summary.experiment) " run " (a.summary.run_id)
+            ") to B (" (b.summary.experiment) " run " (b.summary.run_id) ")"
+        }
+    });
+    page.push(runs(a, b));
     let caveats = caveats(a, b);
     if caveats.is_empty() {
-        page.push(&callout(
+        page.push(callout(
             "clean",
             "Same machine, same experiment, several rounds each, neither run disturbed.",
             &[],
         ));
     } else {
-        page.push(&callout("warning", "Read with care", &caveats));
+        page.push(callout("warning", "Read with care", &caveats));
     }
-    page.push(
-        "<p class=\"sub\">B/A is B's median over A's; its range runs from B's smallest round over A's largest \
-         to B's largest over A's smallest. A change is <strong>beyond the spread</strong> when the two runs' \
-         ranges over rounds do not overlap (the range of B/A then excludes 1): larger than anything the \
-         rounds varied by. With three rounds a side that is a coarse test — more rounds make it finer. \
-         Within one run, each configuration's ratio to its baseline was taken round by round on the same \
-         machine state: the last table moves least between runs.</p>",
-    );
+    page.push(html! {
+        p class="sub" {
+            "B/A is B's median over A's; its range runs from B's smallest round over A's largest \
+            to B's largest over A's smallest. A change is " strong { "beyond the spread" } " when the two runs' \
+            ranges over rounds do not overlap (the range of B/A then excludes 1): larger than anything the \
+            rounds varied by. With three rounds a side that is a coarse test — more rounds make it finer. \
+            Within one run, each configuration's ratio to its baseline was taken round by round on the same \
+            machine state: the last table moves least between runs."
+        }
+    });
     for (i, metric) in METRICS.iter().enumerate() {
         page.section(
             &format!("metric-{i}"),
@@ -334,7 +313,7 @@ pub fn page(a: &Side, b: &Side) -> String {
                     "lower"
                 }
             ),
-            &metric_table(metric, &a.summary, &b.summary),
+            metric_table(metric, &a.summary, &b.summary),
         );
     }
     page.finish()
@@ -383,13 +362,10 @@ mod tests {
         let html = page(&a, &b);
         // ttl<0>: 4600 → 5600, ranges apart: better; no-cache within the spread.
         assert!(
-            html.contains("<td class=\"good\"><span><strong>+21.7%: better</strong>"),
+            html.contains("<td class=\"good\"><strong>+21.7%: better</strong>"),
             "{html}"
         );
-        assert!(
-            html.contains("+1.0%: within the rounds&#39; spread"),
-            "{html}"
-        );
+        assert!(html.contains("+1.0%: within the rounds' spread"), "{html}");
         assert!(
             html.contains("1.217x <small>(1.170–1.267)</small>"),
             "{html}"
@@ -420,9 +396,9 @@ mod tests {
                 max: 31.0,
             });
         }
-        let html = metric_table(&METRICS[1], &a.summary, &b.summary);
+        let html = metric_table(&METRICS[1], &a.summary, &b.summary).into_string();
         assert!(
-            html.contains("<td class=\"bad\"><span><strong>+200.0%: worse</strong>"),
+            html.contains("<td class=\"bad\"><strong>+200.0%: worse</strong>"),
             "{html}"
         );
     }

@@ -3,28 +3,28 @@
 //! figures with their rounds' range, how busy the rest of the machine was, its failed
 //! requests, and its flamegraph one click away (or why it has none).
 
-use std::fmt::Write as _;
+use maud::{html, Markup};
 
-use super::page::{badge, escape, link, shell_word, table};
+use super::page::{badge, link, shell_word, table};
 use super::run::RunFiles;
 use crate::matrix::disturbance::CONTENDED_CORES;
 use crate::matrix::summary::{ConfigSummary, Spread};
 
-fn spread(s: Option<Spread>, rounds: u32, digits: usize) -> String {
+fn spread(s: Option<Spread>, rounds: u32, digits: usize) -> Markup {
     match s {
-        Some(s) if rounds > 1 => format!(
-            "{:.digits$} <small>({:.digits$}–{:.digits$})</small>",
-            s.median, s.min, s.max
-        ),
-        Some(s) => format!("{:.digits$}", s.median),
-        None => "–".into(),
+        Some(s) if rounds > 1 => html! {
+            (format!("{:.digits$}", s.median)) " "
+            small { (format!("({:.digits$}–{:.digits$})", s.min, s.max)) }
+        },
+        Some(s) => html! { (format!("{:.digits$}", s.median)) },
+        None => html! { "–" },
     }
 }
 
 /// The configurations: what each runs, its figures, its flamegraph.
-pub fn table_of(run: &RunFiles) -> String {
+pub fn table_of(run: &RunFiles) -> Markup {
     let s = &run.summary;
-    let rows: Vec<Vec<String>> = s.configs.iter().map(|c| row(run, c)).collect();
+    let rows: Vec<Vec<Markup>> = s.configs.iter().map(|c| row(run, c)).collect();
     let baseline = format!("vs {}", s.baseline);
     table(
         &[
@@ -43,29 +43,14 @@ pub fn table_of(run: &RunFiles) -> String {
     )
 }
 
-fn row(run: &RunFiles, c: &ConfigSummary) -> Vec<String> {
+fn row(run: &RunFiles, c: &ConfigSummary) -> Vec<Markup> {
     let s = &run.summary;
-    let mut what = String::new();
-    if let Some(d) = &c.description {
-        let _ = write!(what, "{}<br>", escape(d));
-    }
     let mut processes: Vec<(&str, &Vec<String>)> = vec![
         ("gateway", &c.gateway_args),
         ("user-service", &c.user_service_args),
         ("post-service", &c.post_service_args),
     ];
     processes.extend(c.subgraph_args.iter().map(|(n, a)| (n.as_str(), a)));
-    for (who, args) in processes {
-        if !args.is_empty() || who == "gateway" {
-            let words: Vec<String> = args.iter().map(|a| shell_word(a)).collect();
-            let _ = write!(
-                what,
-                "<code>{} {}</code><br>",
-                escape(who),
-                escape(&words.join(" "))
-            );
-        }
-    }
     let mut extras = Vec::new();
     if c.gateways > 1 {
         extras.push(format!("{} gateways", c.gateways));
@@ -79,16 +64,27 @@ fn row(run: &RunFiles, c: &ConfigSummary) -> Vec<String> {
     if let Some(b) = &c.baseline {
         extras.push(format!("baseline {b}"));
     }
-    if !extras.is_empty() {
-        let _ = write!(what, "<small>{}</small>", escape(&extras.join("; ")));
-    }
+    let what = html! {
+        @if let Some(d) = &c.description {
+            (d) br;
+        }
+        @for (who, args) in processes {
+            @if !args.is_empty() || who == "gateway" {
+                @let words: Vec<String> = args.iter().map(|a| shell_word(a)).collect();
+                code { (who) " " (words.join(" ")) } br;
+            }
+        }
+        @if !extras.is_empty() {
+            small { (extras.join("; ")) }
+        }
+    };
     let ratio = match c.ratio {
-        Some(r) if s.rounds > 1 => format!(
-            "{:.2}x <small>({:.2}–{:.2})</small>",
-            r.median, r.min, r.max
-        ),
-        Some(r) => format!("{:.2}x", r.median),
-        None => "–".into(),
+        Some(r) if s.rounds > 1 => html! {
+            (format!("{:.2}x", r.median)) " "
+            small { (format!("({:.2}–{:.2})", r.min, r.max)) }
+        },
+        Some(r) => html! { (format!("{:.2}x", r.median)) },
+        None => html! { "–" },
     };
     let cpu = c
         .median
@@ -97,39 +93,35 @@ fn row(run: &RunFiles, c: &ConfigSummary) -> Vec<String> {
         .map_or("–".into(), |us| format!("{us:.1}"));
     let rest = match c.median.other_cores {
         Some(r) if r > CONTENDED_CORES => {
-            format!("<strong>{r:.2}</strong> {}", badge("warning", "busy"))
+            html! { strong { (format!("{r:.2}")) } " " (badge("warning", "busy")) }
         }
-        Some(r) => format!("{r:.2}"),
-        None => "–".into(),
+        Some(r) => html! { (format!("{r:.2}")) },
+        None => html! { "–" },
     };
     let errors = match crate::matrix::error_budget::over_rounds(c) {
-        Some((total, rate, classes)) => format!(
-            "<strong>{total}</strong> <small>({}: {})</small>",
-            crate::matrix::error_budget::percent(rate),
-            escape(&classes)
-        ),
-        None => "0".into(),
+        Some((total, rate, classes)) => html! {
+            strong { (total) } " "
+            small { "(" (crate::matrix::error_budget::percent(rate)) ": " (classes) ")" }
+        },
+        None => html! { "0" },
     };
     let flame = match &c.flamegraph {
-        Some(f) if run.flamegraphs.contains(f) => {
-            let coverage = c.median.profile_coverage.map_or(String::new(), |x| {
-                format!(" <small>({:.0}% of CPU)</small>", x * 100.0)
-            });
-            format!("{}{coverage}", link(f, f))
-        }
-        Some(f) => format!("{} (file missing)", escape(f)),
-        None => format!(
-            "<small>{}</small>",
-            escape(c.flamegraph_note.as_deref().unwrap_or("none"))
-        ),
+        Some(f) if run.flamegraphs.contains(f) => html! {
+            (link(f, f))
+            @if let Some(x) = c.median.profile_coverage {
+                " " small { (format!("({:.0}% of CPU)", x * 100.0)) }
+            }
+        },
+        Some(f) => html! { (f) " (file missing)" },
+        None => html! { small { (c.flamegraph_note.as_deref().unwrap_or("none")) } },
     };
     vec![
-        format!("<strong>{}</strong>", escape(&c.name)),
+        html! { strong { (c.name) } },
         what,
         spread(c.requests_per_sec, s.rounds, 0),
         ratio,
         spread(c.p99_ms, s.rounds, 1),
-        cpu,
+        html! { (cpu) },
         rest,
         errors,
         flame,

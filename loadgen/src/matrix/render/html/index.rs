@@ -7,9 +7,9 @@
 //! [`Entry`] is read from each folder by [`crate::matrix::report`]; this file only turns
 //! the entries into HTML.
 
-use std::fmt::Write as _;
+use maud::html;
 
-use super::page::{badge, escape, link, Page};
+use super::page::{badge, link, Page};
 use crate::matrix::disturbance::Severity;
 
 /// What made a run's folder.
@@ -58,68 +58,78 @@ pub fn page(title: &str, entries: &[Entry]) -> String {
     let mut sorted: Vec<&Entry> = entries.iter().collect();
     sorted.sort_by(|a, b| b.timestamp.cmp(&a.timestamp).then_with(|| b.id.cmp(&a.id)));
     let mut page = Page::new(title);
-    page.push(&format!("<h1>{}</h1>", escape(title)));
-    let matrix = entries.iter().filter(|e| e.kind == Kind::Matrix).count();
-    page.push(&format!(
-        "<p class=\"sub\">{} run(s): {matrix} matrix run(s) with their own page, {} made by scripts, {} incomplete. \
-         Newest first. A mark says the run was disturbed (the rest of the machine above 0.3 cores, a rate not held, \
-         failed requests, wrong answers) or that its script printed warnings; the run's page or summary says more. \
-         Written by <code>loadgen matrix</code> after each run and by <code>loadgen report</code>.</p>",
-        entries.len(),
-        entries.iter().filter(|e| e.kind == Kind::Script).count(),
-        entries.iter().filter(|e| e.kind == Kind::Incomplete).count(),
-    ));
-    let mut out = String::from(
-        "<div class=\"table\"><table><thead><tr><th>run</th><th>experiment</th><th>date (UTC)</th>\
-         <th>commit</th><th>machine</th><th>headline</th><th>marks</th></tr></thead><tbody>\n",
-    );
-    for e in sorted {
-        let run = match &e.link {
-            Some(l) => link(l, &e.id),
-            None => escape(&e.id),
-        };
-        let date = e.timestamp.as_deref().map_or("–".into(), |t| {
-            escape(&t.trim_end_matches('Z').replacen('T', " ", 1))
-        });
-        let commit = match &e.commit {
-            Some(c) => format!(
-                "<code>{}</code>{}",
-                escape(&c[..c.len().min(10)]),
-                if e.dirty { " (dirty)" } else { "" }
-            ),
-            None => "–".into(),
-        };
-        let mut experiment = format!(
-            "{} {}",
-            escape(&e.experiment),
-            badge("quiet", kind_name(e.kind))
-        );
-        if let Some((configs, rounds)) = e.shape {
-            let _ = write!(
-                experiment,
-                "<br><small>{configs} config(s) × {rounds} round(s)</small>"
-            );
+    page.push(html! { h1 { (title) } });
+    let count = |kind: Kind| entries.iter().filter(|e| e.kind == kind).count();
+    page.push(html! {
+        p class="sub" {
+            (entries.len()) " run(s): " (count(Kind::Matrix)) " matrix run(s) with their own page, "
+            (count(Kind::Script)) " made by scripts, " (count(Kind::Incomplete)) " incomplete. \
+            Newest first. A mark says the run was disturbed (the rest of the machine above 0.3 cores, a rate not held, \
+            failed requests, wrong answers) or that its script printed warnings; the run's page or summary says more. \
+            Written by " code { "loadgen matrix" } " after each run and by " code { "loadgen report" } "."
         }
-        let mut marks = String::new();
-        if e.quick {
-            marks.push_str(&badge("quiet", "--quick"));
+    });
+    page.push(html! {
+        div class="table" {
+            table {
+                thead {
+                    tr {
+                        @for h in ["run", "experiment", "date (UTC)", "commit", "machine", "headline", "marks"] {
+                            th { (h) }
+                        }
+                    }
+                }
+                tbody {
+                    "\n"
+                    @for e in sorted {
+                        tr {
+                            td class="nowrap" {
+                                @match &e.link {
+                                    Some(l) => (link(l, &e.id)),
+                                    None => (e.id),
+                                }
+                            }
+                            td {
+                                (e.experiment) " " (badge("quiet", kind_name(e.kind)))
+                                @if let Some((configs, rounds)) = e.shape {
+                                    br;
+                                    small { (configs) " config(s) × " (rounds) " round(s)" }
+                                }
+                            }
+                            td class="num" {
+                                @match &e.timestamp {
+                                    Some(t) => (t.trim_end_matches('Z').replacen('T', " ", 1)),
+                                    None => "–",
+                                }
+                            }
+                            td {
+                                @match &e.commit {
+                                    Some(c) => {
+                                        code { (c.chars().take(10).collect::<String>()) }
+                                        @if e.dirty { " (dirty)" }
+                                    }
+                                    None => "–",
+                                }
+                            }
+                            td { (e.machine.as_deref().unwrap_or("–")) }
+                            td { (e.headline.as_deref().unwrap_or("–")) }
+                            td {
+                                @if e.quick { (badge("quiet", "--quick")) }
+                                @for (severity, text) in &e.flags {
+                                    @let class = match severity {
+                                        Severity::Error => "error",
+                                        Severity::Warning => "warning",
+                                    };
+                                    (badge(class, text))
+                                }
+                            }
+                        }
+                        "\n"
+                    }
+                }
+            }
         }
-        for (severity, text) in &e.flags {
-            let class = match severity {
-                Severity::Error => "error",
-                Severity::Warning => "warning",
-            };
-            marks.push_str(&badge(class, text));
-        }
-        let _ = writeln!(
-            out,
-            "<tr><td class=\"nowrap\">{run}</td><td>{experiment}</td><td class=\"num\">{date}</td><td>{commit}</td><td>{}</td><td>{}</td><td>{marks}</td></tr>",
-            escape(e.machine.as_deref().unwrap_or("–")),
-            escape(e.headline.as_deref().unwrap_or("–")),
-        );
-    }
-    out.push_str("</tbody></table></div>\n");
-    page.push(&out);
+    });
     page.finish()
 }
 

@@ -2,9 +2,9 @@
 //! toolchain, machine and inputs — commit, the command, rounds and windows, CPU, kernel,
 //! rustc, the binaries, and the experiment file as it was.
 
-use std::fmt::Write as _;
+use maud::{html, Markup};
 
-use super::page::{badge, escape, shell_word};
+use super::page::{badge, shell_word};
 use crate::matrix::manifest::Manifest;
 
 /// `2026-12-01T05:35:50Z` as `2026-12-01 05:35:50 UTC`.
@@ -16,18 +16,16 @@ pub fn date_of(timestamp: &str) -> String {
 }
 
 /// The manifest as a table, or a sentence saying the folder has none.
-pub fn table_of(manifest: Option<&Manifest>) -> String {
+pub fn table_of(manifest: Option<&Manifest>) -> Markup {
     let Some(m) = manifest else {
-        return "<p>No manifest.json in this folder: its commit, machine and command are not recorded.</p>".into();
+        return html! {
+            p { "No manifest.json in this folder: its commit, machine and command are not recorded." }
+        };
     };
     let commit = match (&m.git.commit, m.git.dirty) {
-        (Some(c), Some(true)) => format!(
-            "<code>{}</code> {}",
-            escape(c),
-            badge("warning", "dirty tree")
-        ),
-        (Some(c), _) => format!("<code>{}</code>", escape(c)),
-        (None, _) => "not in a git repository".into(),
+        (Some(c), Some(true)) => html! { code { (c) } " " (badge("warning", "dirty tree")) },
+        (Some(c), _) => html! { code { (c) } },
+        (None, _) => html! { "not in a git repository" },
     };
     let command: Vec<String> = m.arguments.iter().map(|a| shell_word(a)).collect();
     let settings = &m.settings;
@@ -36,46 +34,35 @@ pub fn table_of(manifest: Option<&Manifest>) -> String {
         Some(v) => v.to_string(),
         None => "–".to_string(),
     };
+    let experiment_file = m.experiment_file.display().to_string();
     let mut rows = vec![
-        ("run", escape(&m.run_id)),
-        ("started", escape(&date_of(&m.timestamp))),
+        ("run", html! { (m.run_id) }),
+        ("started", html! { (date_of(&m.timestamp)) }),
         ("commit", commit),
-        (
-            "command",
-            format!("<code>{}</code>", escape(&command.join(" "))),
-        ),
-        (
-            "experiment file",
-            format!(
-                "<code>{}</code>",
-                escape(&m.experiment_file.display().to_string())
-            ),
-        ),
+        ("command", html! { code { (command.join(" ")) } }),
+        ("experiment file", html! { code { (experiment_file) } }),
         (
             "rounds, window, warm-up",
-            escape(&format!(
-                "{} round(s), {} s measured after {} s warm-up{}",
-                setting("rounds"),
-                setting("duration_s"),
-                setting("warmup_s"),
-                if settings.get("quick").and_then(|q| q.as_bool()) == Some(true) {
+            html! {
+                (setting("rounds")) " round(s), " (setting("duration_s")) " s measured after "
+                (setting("warmup_s")) " s warm-up"
+                @if settings.get("quick").and_then(|q| q.as_bool()) == Some(true) {
                     " (--quick)"
-                } else {
-                    ""
                 }
-            )),
+            },
         ),
         (
             "machine",
-            escape(&format!(
-                "{} ({} cores)",
-                m.cpu_model.as_deref().unwrap_or("unknown CPU"),
-                m.cores
-            )),
+            html! {
+                (m.cpu_model.as_deref().unwrap_or("unknown CPU")) " (" (m.cores) " cores)"
+            },
         ),
-        ("kernel", escape(m.kernel.as_deref().unwrap_or("unknown"))),
-        ("rustc", escape(&m.rustc)),
-        ("loadgen", escape(&m.loadgen_version)),
+        (
+            "kernel",
+            html! { (m.kernel.as_deref().unwrap_or("unknown")) },
+        ),
+        ("rustc", html! { (m.rustc) }),
+        ("loadgen", html! { (m.loadgen_version) }),
     ];
     for b in &m.binaries {
         let size = b
@@ -91,24 +78,19 @@ pub fn table_of(manifest: Option<&Manifest>) -> String {
         });
         rows.push((
             "binary",
-            format!(
-                "{} <code>{}</code> <small>{size}, built {}</small>",
-                escape(&b.name),
-                escape(&b.path.display().to_string()),
-                escape(&modified)
-            ),
+            html! {
+                (b.name) " " code { (b.path.display().to_string()) } " "
+                small { (size) ", built " (modified) }
+            },
         ));
     }
-    let mut out = String::from("<div class=\"table\"><table><tbody>");
-    for (k, v) in rows {
-        let _ = write!(out, "<tr><th>{}</th><td>{v}</td></tr>", escape(k));
+    html! {
+        div class="table" {
+            table { tbody { @for (k, v) in rows { tr { th { (k) } td { (v) } } } } }
+        }
+        details {
+            summary { "The experiment file as it was (" (experiment_file) ")" }
+            pre { (m.experiment) }
+        }
     }
-    out.push_str("</tbody></table></div>");
-    let _ = write!(
-        out,
-        "<details><summary>The experiment file as it was ({})</summary><pre>{}</pre></details>",
-        escape(&m.experiment_file.display().to_string()),
-        escape(&m.experiment)
-    );
-    out
 }

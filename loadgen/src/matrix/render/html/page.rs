@@ -1,14 +1,18 @@
 //! The shell every page of the lab shares: one self-contained HTML document (inline
 //! style, no script, nothing fetched from a network) that opens from disk; and what the
-//! pages put in it — escaped text, links relative to the page, Markdown turned into HTML
-//! with any raw HTML shown as text, an SVG chart inlined, warning boxes.
+//! pages put in it — links relative to the page, Markdown turned into HTML with any raw
+//! HTML shown as text, warning boxes, badges, tables.
+//!
+//! Every page is written with maud's `html!`, which escapes each string it is given: a
+//! name, a path or a message from a run's files is text on the page whatever it holds.
+//! Markup that is already HTML goes in only as [`Markup`] made by `html!` itself, or by
+//! the three `PreEscaped` of the pages, each with why it is safe: the style sheet, the
+//! Markdown ([`markdown`]) and an SVG drawing ([`super::drawing`]).
 
-use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 use pulldown_cmark::{CowStr, Event, Options, Parser, Tag};
-
-pub use crate::matrix::render::svg::escape;
 
 /// The style of every page: readable tables, numbers aligned, charts that shrink to the
 /// window.
@@ -56,49 +60,59 @@ details { margin: 0.5rem 0; }
 /// A page under construction.
 pub struct Page {
     title: String,
-    body: String,
+    body: Vec<Markup>,
 }
 
 impl Page {
     pub fn new(title: &str) -> Page {
         Page {
             title: title.to_string(),
-            body: String::new(),
+            body: Vec::new(),
         }
     }
 
-    /// Append HTML (already escaped by whoever made it).
-    pub fn push(&mut self, html: &str) {
-        self.body.push_str(html);
-        self.body.push('\n');
+    /// Append a block of the page.
+    pub fn push(&mut self, html: Markup) {
+        self.body.push(html);
     }
 
     /// A section: a heading with an anchor, and its HTML.
-    pub fn section(&mut self, id: &str, title: &str, html: &str) {
-        let _ = writeln!(
-            self.body,
-            "<section id=\"{}\"><h2>{}</h2>\n{html}</section>",
-            escape(id),
-            escape(title)
-        );
+    pub fn section(&mut self, id: &str, title: &str, html: Markup) {
+        self.body.push(html! {
+            section id=(id) { h2 { (title) } "\n" (html) }
+        });
     }
 
     /// The whole document.
     pub fn finish(self) -> String {
-        format!(
-            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-             <meta name=\"generator\" content=\"loadgen {}\">\n<title>{}</title>\n<style>{STYLE}</style>\n\
-             </head>\n<body>\n{}</body>\n</html>\n",
-            env!("CARGO_PKG_VERSION"),
-            escape(&self.title),
-            self.body
-        )
+        html! {
+            (DOCTYPE) "\n"
+            html lang="en" {
+                "\n"
+                head {
+                    "\n" meta charset="utf-8";
+                    "\n" meta name="viewport" content="width=device-width, initial-scale=1";
+                    "\n" meta name="generator" content={ "loadgen " (env!("CARGO_PKG_VERSION")) };
+                    "\n" title { (self.title) }
+                    // Safe markup: the constant above, nothing from a run in it (a style
+                    // element's text is read as written, so it cannot go in escaped).
+                    "\n" style { (PreEscaped(STYLE)) } "\n"
+                }
+                "\n"
+                body {
+                    "\n"
+                    @for block in &self.body { (block) "\n" }
+                }
+                "\n"
+            }
+            "\n"
+        }
+        .into_string()
     }
 }
 
 /// A link target from a path relative to the page: each segment percent-encoded where
-/// a URL needs it, then escaped for the attribute.
+/// a URL needs it (the page escapes it for the attribute).
 pub fn href(relative: &str) -> String {
     let mut out = String::with_capacity(relative.len());
     for c in relative.chars() {
@@ -110,12 +124,12 @@ pub fn href(relative: &str) -> String {
             c => out.push(c),
         }
     }
-    escape(&out)
+    out
 }
 
-/// `<a href="…">text</a>` with both escaped.
-pub fn link(relative: &str, text: &str) -> String {
-    format!("<a href=\"{}\">{}</a>", href(relative), escape(text))
+/// `<a href="…">text</a>`, both escaped.
+pub fn link(relative: &str, text: &str) -> Markup {
+    html! { a href=(href(relative)) { (text) } }
 }
 
 /// The path of `target` as seen from the directory `from` (both made absolute first),
@@ -159,8 +173,8 @@ pub fn relative_path(from: &Path, target: &Path) -> String {
 
 /// Markdown (the lab's summary.md and the scripts' reports) as HTML: tables, emphasis,
 /// code and links; raw HTML in the text is shown as text, and only relative, `http` and
-/// `https` links are kept.
-pub fn markdown(text: &str) -> String {
+/// `https` links and images are kept.
+pub fn markdown(text: &str) -> Markup {
     let parser = Parser::new_ext(text, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH);
     let events = parser.map(|event| match event {
         Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
@@ -175,6 +189,17 @@ pub fn markdown(text: &str) -> String {
             title,
             id,
         }),
+        Event::Start(Tag::Image {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }) if !safe_url(&dest_url) => Event::Start(Tag::Image {
+            link_type,
+            dest_url: CowStr::from("#"),
+            title,
+            id,
+        }),
         other => other,
     });
     let mut html = String::new();
@@ -183,7 +208,17 @@ pub fn markdown(text: &str) -> String {
     let html = html
         .replace("<table>", "<div class=\"table\"><table>")
         .replace("</table>", "</table></div>");
-    format!("<div class=\"markdown\">\n{html}</div>\n")
+    html! {
+        div class="markdown" {
+            "\n"
+            // Safe markup: pulldown-cmark escapes every text, code span and attribute it
+            // writes; the only raw HTML it would pass on (HTML blocks and inline HTML) was
+            // turned into text above, and links and images to other schemes than http(s)
+            // (`javascript:`) now lead nowhere.
+            (PreEscaped(html))
+        }
+        "\n"
+    }
 }
 
 fn safe_url(url: &str) -> bool {
@@ -195,43 +230,17 @@ fn safe_url(url: &str) -> bool {
     }
 }
 
-/// An SVG document made ready to sit inside the page: its XML prolog and doctype
-/// dropped. `None` for anything that is not a plain drawing — no `<svg`, or a script,
-/// an event handler or foreign content in it — which is then linked, not inlined.
-pub fn inline_svg(text: &str) -> Option<String> {
-    let start = text.find("<svg")?;
-    let svg = &text[start..];
-    let lower = svg.to_ascii_lowercase();
-    let unsafe_markers = [
-        "<script",
-        "<foreignobject",
-        " onload",
-        " onclick",
-        "javascript:",
-    ];
-    if unsafe_markers.iter().any(|m| lower.contains(m)) {
-        return None;
-    }
-    Some(svg.trim_end().to_string())
-}
-
 /// A box of the given class (`error`, `warning`, `notes`, `clean`) with a title and
-/// items (HTML each).
-pub fn callout(class: &str, title: &str, items: &[String]) -> String {
-    let mut out = format!(
-        "<div class=\"box {}\" role=\"note\"><h2>{}</h2>",
-        escape(class),
-        escape(title)
-    );
-    if !items.is_empty() {
-        out.push_str("<ul>");
-        for item in items {
-            let _ = write!(out, "<li>{item}</li>");
+/// items.
+pub fn callout(class: &str, title: &str, items: &[Markup]) -> Markup {
+    html! {
+        div class={ "box " (class) } role="note" {
+            h2 { (title) }
+            @if !items.is_empty() {
+                ul { @for item in items { li { (item) } } }
+            }
         }
-        out.push_str("</ul>");
     }
-    out.push_str("</div>");
-    out
 }
 
 /// An argument as a POSIX shell reads it: single-quoted when it needs to be.
@@ -248,35 +257,35 @@ pub fn shell_word(arg: &str) -> String {
 }
 
 /// A small label: `error`, `warning` or `quiet`.
-pub fn badge(class: &str, text: &str) -> String {
-    format!(
-        "<span class=\"badge {}\">{}</span>",
-        escape(class),
-        escape(text)
-    )
+pub fn badge(class: &str, text: &str) -> Markup {
+    html! { span class={ "badge " (class) } { (text) } }
 }
 
-/// A table from a header and rows of cells (HTML each); `numeric` columns are right
-/// aligned.
-pub fn table(header: &[&str], numeric: &[bool], rows: &[Vec<String>]) -> String {
-    let mut out = String::from("<div class=\"table\"><table><thead><tr>");
-    for h in header {
-        let _ = write!(out, "<th>{}</th>", escape(h));
-    }
-    out.push_str("</tr></thead><tbody>\n");
-    for row in rows {
-        out.push_str("<tr>");
-        for (i, cell) in row.iter().enumerate() {
-            if numeric.get(i).copied().unwrap_or(false) {
-                let _ = write!(out, "<td class=\"num\">{cell}</td>");
-            } else {
-                let _ = write!(out, "<td>{cell}</td>");
+/// A table from a header and rows of cells; `numeric` columns are right aligned.
+pub fn table(header: &[&str], numeric: &[bool], rows: &[Vec<Markup>]) -> Markup {
+    html! {
+        div class="table" {
+            table {
+                thead { tr { @for h in header { th { (h) } } } }
+                tbody {
+                    "\n"
+                    @for row in rows {
+                        tr {
+                            @for (i, cell) in row.iter().enumerate() {
+                                @if numeric.get(i).copied().unwrap_or(false) {
+                                    td class="num" { (cell) }
+                                } @else {
+                                    td { (cell) }
+                                }
+                            }
+                        }
+                        "\n"
+                    }
+                }
             }
         }
-        out.push_str("</tr>\n");
+        "\n"
     }
-    out.push_str("</tbody></table></div>\n");
-    out
 }
 
 #[cfg(test)]
@@ -287,8 +296,10 @@ mod tests {
     fn markdown_tables_become_html_and_raw_html_stays_text() {
         let html = markdown(
             "# title\n\n| config | req/s |\n|---|---:|\n| <b>x</b> | 12 |\n\n\
-             [svg](flame-a.svg) [bad](javascript:alert(1)) <script>alert(1)</script>",
-        );
+             [svg](flame-a.svg) [bad](javascript:alert(1)) ![bad](javascript:alert(2)) \
+             <script>alert(1)</script>",
+        )
+        .into_string();
         assert!(
             html.contains("<table>") && html.contains("<td style=\"text-align: right\">12</td>"),
             "{html}"
@@ -300,15 +311,6 @@ mod tests {
         );
         assert!(html.contains("<a href=\"flame-a.svg\">svg</a>"), "{html}");
         assert!(!html.contains("javascript:"), "{html}");
-    }
-
-    #[test]
-    fn svgs_are_inlined_only_when_they_are_plain_drawings() {
-        let plain = "<?xml version=\"1.0\"?>\n<!DOCTYPE svg>\n<svg xmlns=\"x\"><rect/></svg>\n";
-        assert_eq!(inline_svg(plain).unwrap(), "<svg xmlns=\"x\"><rect/></svg>");
-        assert!(inline_svg("<svg onload=\"x()\"></svg>").is_none());
-        assert!(inline_svg("<svg><script>x()</script></svg>").is_none());
-        assert!(inline_svg("not a drawing").is_none());
     }
 
     #[test]
@@ -331,7 +333,7 @@ mod tests {
         assert_eq!(relative_path(&run, &run), ".");
         std::fs::remove_dir_all(&base).ok();
         assert_eq!(
-            link("a b#c.svg", "<x>"),
+            link("a b#c.svg", "<x>").into_string(),
             "<a href=\"a%20b%23c.svg\">&lt;x&gt;</a>"
         );
     }
@@ -339,8 +341,8 @@ mod tests {
     #[test]
     fn a_page_is_one_document_without_scripts() {
         let mut page = Page::new("seed <run>");
-        page.section("charts", "Charts", "<p>x</p>");
-        page.push(&callout("warning", "Disturbed", &["a".into()]));
+        page.section("charts", "Charts", html! { p { "x" } });
+        page.push(callout("warning", "Disturbed", &[html! { "a" }]));
         let html = page.finish();
         assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
         assert!(html.contains("<title>seed &lt;run&gt;</title>"));

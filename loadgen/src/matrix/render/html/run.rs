@@ -8,10 +8,12 @@
 //! only turns it into HTML.
 
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
 
+use maud::{html, Markup};
+
+use super::drawing::inline_svg;
 use super::manifest::date_of;
-use super::page::{badge, callout, escape, inline_svg, link, markdown, Page};
+use super::page::{badge, callout, link, markdown, Page};
 use super::{configurations, manifest};
 use crate::matrix::disturbance::{self, Severity, CONTENDED_CORES};
 use crate::matrix::manifest::Manifest;
@@ -92,40 +94,35 @@ pub fn headline(summary: &Summary) -> Option<String> {
 }
 
 /// The warning boxes: disturbances, then the quick-run caveat.
-fn warnings(run: &RunFiles) -> String {
+fn warnings(run: &RunFiles) -> Markup {
     let s = &run.summary;
     let found = disturbance::of(s);
-    let mut out = String::new();
-    if !found.is_empty() {
+    let disturbed = (!found.is_empty()).then(|| {
         let class = if found.iter().any(|d| d.severity == Severity::Error) {
             "error"
         } else {
             "warning"
         };
-        let items: Vec<String> = found
+        let items: Vec<Markup> = found
             .iter()
             .map(|d| {
-                let configs: Vec<String> = d
-                    .configs
-                    .iter()
-                    .map(|(name, detail)| {
-                        format!("<strong>{}</strong>: {}", escape(name), escape(detail))
-                    })
-                    .collect();
                 let severity = match d.severity {
                     Severity::Error => "error",
                     Severity::Warning => "warning",
                 };
-                format!(
-                    "{} {}<ul><li>{}</li></ul>",
-                    badge(severity, d.short),
-                    escape(&d.what),
-                    configs.join("</li><li>")
-                )
+                html! {
+                    (badge(severity, d.short)) " " (d.what)
+                    ul {
+                        @for (name, detail) in &d.configs {
+                            li { strong { (name) } ": " (detail) }
+                        }
+                    }
+                }
             })
             .collect();
-        out.push_str(&callout(class, "This run was disturbed", &items));
-    } else {
+        callout(class, "This run was disturbed", &items)
+    });
+    let clean = || {
         let judged = s.configs.iter().all(|c| c.median.other_cores.is_some());
         let text = if judged {
             format!(
@@ -134,77 +131,63 @@ fn warnings(run: &RunFiles) -> String {
         } else {
             "No disturbance found in what was recorded; this run did not record the rest of the machine's CPU.".into()
         };
-        out.push_str(&callout("clean", &text, &[]));
+        callout("clean", &text, &[])
+    };
+    let notes: Vec<Markup> = s
+        .warnings
+        .iter()
+        .map(|w| html! { (w.replace("**", "")) })
+        .collect();
+    html! {
+        (disturbed.unwrap_or_else(clean))
+        @if s.quick {
+            (callout("notes", "--quick run: one short round per configuration, indicative only", &[]))
+        }
+        @if !notes.is_empty() {
+            (callout("notes", "Notes", &notes))
+        }
     }
-    if s.quick {
-        out.push_str(&callout(
-            "notes",
-            "--quick run: one short round per configuration, indicative only",
-            &[],
-        ));
-    }
-    if !s.warnings.is_empty() {
-        let items: Vec<String> = s
-            .warnings
-            .iter()
-            .map(|w| escape(&w.replace("**", "")))
-            .collect();
-        out.push_str(&callout("notes", "Notes", &items));
-    }
-    out
 }
 
 /// Each chart inline in a figure, captioned and linked to its file.
-fn charts(run: &RunFiles) -> String {
-    let mut out = String::new();
-    for (file, svg) in &run.charts {
-        let drawing = inline_svg(svg).unwrap_or_else(|| {
-            format!(
-                "<p>{} (not inlined: not a plain drawing)</p>",
-                link(file, file)
-            )
-        });
-        let _ = writeln!(
-            out,
-            "<figure id=\"{}\">{drawing}<figcaption>{} — {}</figcaption></figure>",
-            escape(file),
-            link(file, file),
-            escape(caption(file))
-        );
+fn charts(run: &RunFiles) -> Markup {
+    html! {
+        @for (file, svg) in &run.charts {
+            figure id=(file) {
+                @if let Some(drawing) = inline_svg(svg) {
+                    (drawing)
+                } @else {
+                    p { (link(file, file)) " (not inlined: not a plain drawing)" }
+                }
+                figcaption { (link(file, file)) " — " (caption(file)) }
+            }
+            "\n"
+        }
+        @if run.charts.is_empty() {
+            p { "No charts in this folder." }
+        }
     }
-    if out.is_empty() {
-        out.push_str("<p>No charts in this folder.</p>");
-    }
-    out
 }
 
 /// The page.
 pub fn page(run: &RunFiles) -> String {
     let s = &run.summary;
     let mut page = Page::new(&format!("{} — run {}", s.experiment, s.run_id));
-    let mut nav = String::from("<nav>");
-    if let Some(index) = &run.index {
-        let _ = write!(nav, "{} · ", link(index, "← all runs"));
-    }
-    for (id, title) in [
-        ("configurations", "configurations"),
-        ("charts", "charts"),
-        ("tables", "tables"),
-        ("manifest", "manifest"),
-    ] {
-        let _ = write!(nav, "<a href=\"#{id}\">{title}</a>");
-    }
-    nav.push_str(" · files: ");
-    for f in &run.files {
-        let _ = write!(nav, "{} ", link(f, f));
-    }
-    nav.push_str("</nav>");
-    page.push(&nav);
-    page.push(&format!(
-        "<h1>{} — run {}</h1>",
-        escape(&s.experiment),
-        escape(&s.run_id)
-    ));
+    page.push(html! {
+        nav {
+            @if let Some(index) = &run.index {
+                (link(index, "← all runs")) " · "
+            }
+            @for id in ["configurations", "charts", "tables", "manifest"] {
+                a href={ "#" (id) } { (id) }
+            }
+            " · files: "
+            @for f in &run.files {
+                (link(f, f)) " "
+            }
+        }
+    });
+    page.push(html! { h1 { (s.experiment) " — run " (s.run_id) } });
     let mut sub = Vec::new();
     if let Some(m) = &run.manifest {
         sub.push(date_of(&m.timestamp));
@@ -220,35 +203,33 @@ pub fn page(run: &RunFiles) -> String {
     if let Some(m) = &run.manifest {
         sub.push(crate::matrix::manifest::machine_line(m));
     }
-    page.push(&format!(
-        "<p class=\"sub\">{}</p>",
-        escape(&sub.join(" · "))
-    ));
+    page.push(html! { p class="sub" { (sub.join(" · ")) } });
     if let Some(h) = headline(s) {
-        page.push(&format!(
-            "<p class=\"headline\"><strong>{}</strong></p>",
-            escape(&h)
-        ));
+        page.push(html! { p class="headline" { strong { (h) } } });
     }
-    page.push(&warnings(run));
+    page.push(warnings(run));
     page.section(
         "configurations",
         "Configurations",
-        &configurations::table_of(run),
+        configurations::table_of(run),
     );
-    page.section("charts", "Charts", &charts(run));
-    let mut tables = String::new();
-    for (file, text) in &run.reports {
-        let _ = write!(tables, "<h3>{}</h3>{}", link(file, file), markdown(text));
-    }
-    if tables.is_empty() {
-        tables.push_str("<p>No summary.md in this folder.</p>");
-    }
-    page.section("tables", "Summary tables", &tables);
+    page.section("charts", "Charts", charts(run));
+    page.section(
+        "tables",
+        "Summary tables",
+        html! {
+            @for (file, text) in &run.reports {
+                h3 { (link(file, file)) } (markdown(text))
+            }
+            @if run.reports.is_empty() {
+                p { "No summary.md in this folder." }
+            }
+        },
+    );
     page.section(
         "manifest",
         "Manifest",
-        &manifest::table_of(run.manifest.as_ref()),
+        manifest::table_of(run.manifest.as_ref()),
     );
     page.finish()
 }
@@ -366,7 +347,7 @@ mod tests {
         assert!(html.contains("No disturbance found"), "{html}");
         assert!(!html.contains("This run was disturbed"), "{html}");
         assert!(
-            html.contains("<code>loadgen matrix --only &#39;a b&#39;</code>"),
+            html.contains("<code>loadgen matrix --only 'a b'</code>"),
             "{html}"
         );
         assert!(
