@@ -51,8 +51,8 @@ use common::Server;
 use data::Data;
 use gateway::startup::GraphSource;
 use operations::Operation;
+use rand::rngs::ChaCha8Rng;
 use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use subgraphs::Subgraphs;
 

@@ -1,8 +1,9 @@
 //! The seeded draws stay put: with a fixed seed, every key distribution a workload
 //! can name, the operation mix and the netproxy's jitter give the same values, draw
 //! for draw, as the build they were recorded from (rand 0.9, rand_chacha 0.9 and
-//! rand_distr 0.5). A dependency upgrade that moves a draw fails here, naming it; a
-//! run of the same experiment file then still sends what an older run sent.
+//! rand_distr 0.5; rand 0.10 with its own ChaCha8 and rand_distr 0.6 give them all
+//! unchanged). A dependency upgrade that moves a draw fails here, naming it; a run of
+//! the same experiment file then still sends what an older run sent.
 //!
 //! The values are the draws themselves, not properties of them (the fits of the
 //! samplers are the unit tests' in `workload/keys.rs`).
@@ -13,8 +14,8 @@ use loadgen::netproxy::delay::{DelayModel, Direction};
 use loadgen::workload::keys::{KeyFile, KeySet};
 use loadgen::workload::mix::{OperationStream, Role};
 use loadgen::workload::Workload;
+use rand::rngs::ChaCha8Rng;
 use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 
 /// How many values each recorded sequence holds.
 const DRAWS: usize = 20;

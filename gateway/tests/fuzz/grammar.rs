@@ -8,9 +8,9 @@
 //! Each document comes with the variables it declares, drawn as valid values; the
 //! caller may then replace them with arbitrary JSON ([`arbitrary_json`]).
 
+use rand::rngs::ChaCha8Rng;
 use rand::seq::IndexedRandom;
-use rand::Rng;
-use rand_chacha::ChaCha8Rng;
+use rand::RngExt;
 use serde_json::{json, Map, Value};
 
 /// An argument's type, as the generator needs it.

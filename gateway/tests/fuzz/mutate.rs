@@ -1,9 +1,9 @@
 //! Mutations of valid input: of a document's text at the level of its tokens, and of
 //! a request body's bytes.
 
+use rand::rngs::ChaCha8Rng;
 use rand::seq::IndexedRandom;
-use rand::Rng;
-use rand_chacha::ChaCha8Rng;
+use rand::RngExt;
 
 /// Pieces that break or stretch a document when spliced in.
 const SPLICES: &[&str] = &[

@@ -6,9 +6,9 @@
 
 use async_graphql::{Name, Value};
 use indexmap::IndexMap;
+use rand::rngs::ChaCha8Rng;
 use rand::seq::IndexedRandom;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 
 /// The data set's seed: the data never change, only the operations do.
 pub const DATA_SEED: u64 = 20;

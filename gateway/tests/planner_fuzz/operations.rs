@@ -13,9 +13,9 @@
 
 use std::collections::HashMap;
 
+use rand::rngs::ChaCha8Rng;
 use rand::seq::IndexedRandom;
-use rand::Rng;
-use rand_chacha::ChaCha8Rng;
+use rand::RngExt;
 use serde_json::{json, Map, Value};
 
 use super::data::Data;

@@ -14,8 +14,8 @@
 
 use std::time::{Duration, Instant};
 
+use rand::rngs::ChaCha8Rng;
 use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
 /// The delay settings of one proxy, shared by every direction of every connection.

@@ -347,8 +347,8 @@ pub fn chi_square_critical_0_001(df: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::rngs::ChaCha8Rng;
     use rand::SeedableRng;
-    use rand_chacha::ChaCha8Rng;
 
     fn set(distribution: &str, extra: impl Fn(&mut KeyFile)) -> KeySet {
         let mut file = KeyFile {

@@ -9,8 +9,8 @@
 
 use rand::distr::weighted::WeightedIndex;
 use rand::distr::Distribution;
+use rand::rngs::ChaCha8Rng;
 use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 
 use super::spec::Workload;
 
@@ -36,7 +36,7 @@ impl Role {
 }
 
 /// A connection's sequence of operations.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct OperationStream {
     rng: ChaCha8Rng,
     /// Indices into the workload's operations that this role draws from.
