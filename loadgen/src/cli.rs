@@ -30,6 +30,9 @@ pub enum Command {
     Matrix(MatrixArgs),
     /// Print two matrix runs side by side (with --html, write them as a page).
     Compare(CompareArgs),
+    /// Read an A/A run (experiments/a-a.toml) and report how often the intervals and
+    /// `compare`'s verdicts call a difference where none exists, and how wide they are.
+    Calibrate(CalibrateArgs),
     /// Write a run's summary.md, charts and page again from its summary.json and manifest.json.
     Render(RenderArgs),
     /// Write run pages (RUN/index.html) and the results index (index.html beside the runs)
@@ -273,6 +276,34 @@ pub struct CompareArgs {
     /// configuration A, B, B/A and every round, opened from disk.
     #[arg(long, value_name = "OUT")]
     pub html: Option<PathBuf>,
+    /// The noise threshold in percent: a change counts as improved or regressed only
+    /// when its whole 95% interval lies beyond it [default: 2].
+    #[arg(long, value_name = "PERCENT", value_parser = noise_percent)]
+    pub noise: Option<f64>,
+}
+
+/// `--noise` as a share (2% → 0.02), or the default.
+pub fn noise_share(noise: Option<f64>) -> f64 {
+    noise.map_or(crate::matrix::compare::DEFAULT_NOISE, |p| p / 100.0)
+}
+
+fn noise_percent(text: &str) -> Result<f64, String> {
+    match text.trim_end_matches('%').parse::<f64>() {
+        Ok(p) if p.is_finite() && (0.0..100.0).contains(&p) => Ok(p),
+        _ => Err(format!(
+            "--noise {text}: a percentage from 0 to under 100, e.g. 2"
+        )),
+    }
+}
+
+/// `loadgen calibrate`.
+#[derive(Debug, Clone, Args)]
+pub struct CalibrateArgs {
+    /// The A/A run: its directory (results/RUN-ID) or its summary.json.
+    pub run: PathBuf,
+    /// The noise threshold in percent, as `loadgen compare --noise` [default: 2].
+    #[arg(long, value_name = "PERCENT", value_parser = noise_percent)]
+    pub noise: Option<f64>,
 }
 
 /// `loadgen report`.

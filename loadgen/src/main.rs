@@ -14,6 +14,9 @@ fn main() -> ExitCode {
         Command::Target(args) => target(&args),
         Command::Matrix(args) => loadgen::matrix::run(&args).map(|_| ()),
         Command::Compare(args) => compare(&args),
+        Command::Calibrate(args) => {
+            loadgen::matrix::calibration::run(&args.run, loadgen::cli::noise_share(args.noise))
+        }
         Command::Render(args) => loadgen::matrix::rerender(&args.dir),
         Command::Report(args) => loadgen::matrix::report::run(&args),
         Command::Netproxy(args) => loadgen::netproxy::run(&args),
@@ -91,7 +94,10 @@ fn target(args: &TargetArgs) -> anyhow::Result<()> {
 fn compare(args: &CompareArgs) -> anyhow::Result<()> {
     let a = loadgen::matrix::compare::load_summary(&args.a)?;
     let b = loadgen::matrix::compare::load_summary(&args.b)?;
-    print!("{}", loadgen::matrix::compare::render(&a, &b));
+    print!(
+        "{}",
+        loadgen::matrix::compare::render(&a, &b, loadgen::cli::noise_share(args.noise))
+    );
     if let Some(out) = &args.html {
         loadgen::matrix::compare::write_page(&args.a, &args.b, out)?;
         eprintln!("loadgen compare: page written to {}", out.display());

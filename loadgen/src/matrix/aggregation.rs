@@ -3,9 +3,11 @@
 
 use std::collections::BTreeMap;
 
+use super::confidence;
 use super::sampling::ProcessCpu;
 use super::summary::{
-    ConfigSummary, InstanceFigures, InstanceMedians, Measurement, Medians, Spread, Summary,
+    AgainstBaseline, ConfigSummary, InstanceFigures, InstanceMedians, Measurement, Medians, Spread,
+    Summary,
 };
 use crate::workload::WorkloadReport;
 
@@ -229,8 +231,43 @@ impl ConfigSummary {
             own_query: false,
             network: String::new(),
             baseline: None,
+            against_baseline: None,
         }
     }
+}
+
+/// Each configuration against its baseline, paired round by round, with 95% intervals
+/// ([`confidence::paired`]); `None` for the baseline itself and with fewer than two
+/// paired rounds.
+fn against_baseline(config: &ConfigSummary, base: &ConfigSummary) -> Option<AgainstBaseline> {
+    if config.name == base.name {
+        return None;
+    }
+    let pairs: Vec<(&Measurement, &Measurement)> = config
+        .rounds
+        .iter()
+        .filter_map(|m| {
+            let b = base.rounds.iter().find(|b| b.round == m.round)?;
+            Some((m, b))
+        })
+        .collect();
+    if pairs.len() < 2 {
+        return None;
+    }
+    let ratios = |figure: fn(&Measurement) -> Option<f64>| {
+        let r: Vec<f64> = pairs
+            .iter()
+            .filter_map(|(m, b)| Some(figure(m)? / figure(b)?))
+            .collect();
+        confidence::paired(&r)
+    };
+    Some(AgainstBaseline {
+        baseline: base.name.clone(),
+        method: confidence::PAIRED_METHOD.to_string(),
+        requests_per_sec: ratios(|m| Some(m.requests_per_sec)),
+        p99: ratios(|m| Some(m.p99_ms)),
+        gateway_cpu_per_request: ratios(Measurement::gateway_us_per_request),
+    })
 }
 
 /// Set every measurement's ratio to its baseline measured in the same round:
@@ -253,6 +290,23 @@ pub fn set_ratios(measurements: &mut [Measurement], baseline_of: &dyn Fn(&str) -
 }
 
 impl Summary {
+    /// Set every configuration's intervals against its baseline (its own, or the run's)
+    /// from the rounds; also for runs recorded before intervals existed.
+    pub fn derive_intervals(&mut self) {
+        let found: Vec<Option<AgainstBaseline>> = self
+            .configs
+            .iter()
+            .map(|c| {
+                let name = c.baseline.as_deref().unwrap_or(&self.baseline);
+                let base = self.configs.iter().find(|b| b.name == name)?;
+                against_baseline(c, base)
+            })
+            .collect();
+        for (c, a) in self.configs.iter_mut().zip(found) {
+            c.against_baseline = a;
+        }
+    }
+
     /// Collect the warnings that follow from the measurements.
     pub fn derive_warnings(&mut self) {
         let mut warnings = Vec::new();

@@ -8,12 +8,15 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use crate::matrix::confidence::{self, Interval, Verdict as Judgement};
 use crate::matrix::manifest;
 use crate::matrix::render::html;
 use crate::matrix::render::html::compare::Side;
 use crate::matrix::summary::{ConfigSummary, Measurement, Spread, Summary};
 
-/// Read `summary.json` from a run directory, or from the file itself.
+/// Read `summary.json` from a run directory, or from the file itself, with the
+/// intervals against the baseline derived from its rounds (runs recorded before
+/// intervals existed get them too).
 pub fn load_summary(path: &Path) -> anyhow::Result<Summary> {
     let file: PathBuf = if path.is_dir() {
         path.join("summary.json")
@@ -22,11 +25,14 @@ pub fn load_summary(path: &Path) -> anyhow::Result<Summary> {
     };
     let text =
         std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a loadgen summary", file.display()))
+    let mut summary: Summary = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a loadgen summary", file.display()))?;
+    summary.derive_intervals();
+    Ok(summary)
 }
 
-/// Whether B differs from A by more than the rounds' spread.
+/// Whether B's rounds fall outside A's min–max range (the page's rounds strip still
+/// draws this; the verdict is [`Judgement`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     /// The two runs' min–max ranges over rounds do not overlap.
@@ -56,11 +62,15 @@ pub struct Change {
     pub a: Option<Spread>,
     pub b: Option<Spread>,
     pub verdict: Verdict,
+    /// B over A with its 95% interval ([`confidence::unpaired`]), from two rounds a side.
+    pub interval: Option<Interval>,
+    /// What the interval and the noise threshold conclude.
+    pub judgement: Judgement,
 }
 
 impl Change {
     /// A single round is a range of one value; two single rounds have no spread to
-    /// judge by.
+    /// judge by. Without the rounds' values there is no interval.
     pub fn of(a: Option<Spread>, b: Option<Spread>, rounds_a: u32, rounds_b: u32) -> Change {
         let verdict = match (a, b) {
             (Some(_), Some(_)) if rounds_a < 2 && rounds_b < 2 => Verdict::NoSpread,
@@ -68,7 +78,38 @@ impl Change {
             (Some(_), Some(_)) => Verdict::Within,
             _ => Verdict::Missing,
         };
-        Change { a, b, verdict }
+        Change {
+            a,
+            b,
+            verdict,
+            interval: None,
+            judgement: Judgement::TooFewRounds,
+        }
+    }
+
+    /// One metric of one configuration in runs A and B, judged against `noise` (a
+    /// share: 0.02 is ±2%).
+    pub fn between(
+        metric: &Metric,
+        a: Option<&ConfigSummary>,
+        b: Option<&ConfigSummary>,
+        noise: f64,
+    ) -> Change {
+        let rounds = |c: Option<&ConfigSummary>| -> Vec<f64> {
+            c.map_or(Vec::new(), |c| {
+                c.rounds.iter().filter_map(metric.round).collect()
+            })
+        };
+        let (ra, rb) = (rounds(a), rounds(b));
+        let mut change = Change::of(
+            a.and_then(metric.spread),
+            b.and_then(metric.spread),
+            ra.len() as u32,
+            rb.len() as u32,
+        );
+        change.interval = confidence::unpaired(&ra, &rb);
+        change.judgement = Judgement::of(change.interval.as_ref(), metric.higher_is_better, noise);
+        change
     }
 
     /// B's median over A's.
@@ -103,12 +144,8 @@ pub struct Metric {
     pub round: fn(&Measurement) -> Option<f64>,
 }
 
-fn gateway_us(m: &Measurement) -> Option<f64> {
-    m.cpu
-        .iter()
-        .find(|p| p.name == "gateway")
-        .and_then(|p| p.us_per_request)
-}
+/// Where [`METRICS`] holds req/s against the run's baseline.
+const AGAINST_BASELINE: usize = 3;
 
 /// req/s, p99, the gateway's CPU per request, and req/s against the run's baseline.
 pub const METRICS: [Metric; 4] = [
@@ -130,8 +167,15 @@ pub const METRICS: [Metric; 4] = [
         title: "gateway CPU µs per request",
         higher_is_better: false,
         digits: 1,
-        spread: |c| Spread::of(&c.rounds.iter().filter_map(gateway_us).collect::<Vec<_>>()),
-        round: gateway_us,
+        spread: |c| {
+            Spread::of(
+                &c.rounds
+                    .iter()
+                    .filter_map(Measurement::gateway_us_per_request)
+                    .collect::<Vec<_>>(),
+            )
+        },
+        round: Measurement::gateway_us_per_request,
     },
     Metric {
         title: "req/s against the run's baseline (within rounds)",
@@ -164,59 +208,70 @@ pub fn pairs<'a>(
         .collect()
 }
 
-fn ratio(change: &Change) -> String {
-    change.ratio().map_or("–".into(), |r| format!("{r:.2}x"))
-}
+/// The noise threshold `loadgen compare` uses unless `--noise` says otherwise, as a
+/// share: a change must exceed it, with 95% confidence, to count as improved or
+/// regressed.
+pub const DEFAULT_NOISE: f64 = 0.02;
 
-fn median(s: Option<Spread>, precision: usize) -> String {
-    s.map_or("–".into(), |s| format!("{:.*}", precision, s.median))
-}
-
-/// The side-by-side table as Markdown.
-pub fn render(a: &Summary, b: &Summary) -> String {
+/// The side-by-side table as Markdown: per configuration and figure, A, B, B/A with
+/// its 95% interval, and the verdict.
+pub fn render(a: &Summary, b: &Summary, noise: f64) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "A: {} run {} ({} round(s))",
-        a.experiment, a.run_id, a.rounds
-    );
-    let _ = writeln!(
-        out,
-        "B: {} run {} ({} round(s))\n",
-        b.experiment, b.run_id, b.rounds
-    );
-    let _ = writeln!(
-        out,
-        "| config | req/s A | req/s B | B/A | beyond spread | p99 A (ms) | p99 B (ms) | B/A | beyond spread |"
-    );
-    let _ = writeln!(out, "|---|---:|---:|---:|---|---:|---:|---:|---|");
-    for (name, ca, cb) in pairs(a, b) {
-        let change = |m: &Metric| {
-            Change::of(
-                ca.and_then(m.spread),
-                cb.and_then(m.spread),
-                a.rounds,
-                b.rounds,
-            )
-        };
-        let (rps, p99) = (change(&METRICS[0]), change(&METRICS[1]));
+    for (label, s) in [("A", a), ("B", b)] {
         let _ = writeln!(
             out,
-            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            median(rps.a, 0),
-            median(rps.b, 0),
-            ratio(&rps),
-            rps.verdict.text(),
-            median(p99.a, 1),
-            median(p99.b, 1),
-            ratio(&p99),
-            p99.verdict.text(),
+            "{label}: {} run {} ({} round(s))",
+            s.experiment, s.run_id, s.rounds
         );
     }
     let _ = writeln!(
         out,
-        "\n\"beyond spread\": the two runs' min–max ranges over rounds do not overlap. \
-         Compare runs from the same machine only."
+        "\n| config | figure | A | B | B/A [95% interval] | verdict |\n|---|---|---:|---:|---:|---|"
+    );
+    for (name, ca, cb) in pairs(a, b) {
+        // The baseline's ratio to itself is 1 in every round: no row.
+        let is_baseline = |c: Option<&ConfigSummary>, s: &Summary| {
+            c.is_some_and(|c| c.baseline.as_deref().unwrap_or(&s.baseline) == name)
+        };
+        let own_baseline = is_baseline(ca, a) || is_baseline(cb, b);
+        for (i, metric) in METRICS.iter().enumerate() {
+            if i == AGAINST_BASELINE && own_baseline {
+                continue;
+            }
+            let change = Change::between(metric, ca, cb, noise);
+            if change.a.is_none() && change.b.is_none() {
+                continue;
+            }
+            let median = |s: Option<Spread>| {
+                s.map_or("–".into(), |s| format!("{:.*}", metric.digits, s.median))
+            };
+            let ratio = match (change.interval, change.ratio()) {
+                (Some(i), _) => i.text(2),
+                (None, Some(r)) => format!("{r:.2}x"),
+                (None, None) => "–".into(),
+            };
+            let verdict = if change.a.is_some() && change.b.is_some() {
+                change.judgement.text()
+            } else {
+                "–"
+            };
+            let _ = writeln!(
+                out,
+                "| {name} | {} | {} | {} | {ratio} | {verdict} |",
+                metric.title,
+                median(change.a),
+                median(change.b),
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n{}. A and B are medians over rounds. Verdict: improved or regressed when the whole \
+         interval lies beyond the noise threshold of ±{:.1}%; within noise when it excludes 1 but \
+         not the threshold; no change when it holds 1; too few rounds under 2 a side. \
+         Compare runs from the same machine only.",
+        confidence::UNPAIRED_METHOD,
+        noise * 100.0
     );
     out
 }
@@ -251,84 +306,126 @@ pub fn write_page(a_path: &Path, b_path: &Path, out: &Path) -> anyhow::Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::matrix::summary::fixtures::measurement;
 
-    fn summary(run: &str, rounds: u32, configs: &[(&str, Spread, Spread)]) -> Summary {
-        let configs: Vec<serde_json::Value> = configs
-            .iter()
-            .map(|(name, rps, p99)| {
-                serde_json::json!({
-                    "name": name, "description": null, "gateway_args": [], "user_service_args": [],
-                    "post_service_args": [], "load": {}, "rounds": [],
-                    "median": {"requests_per_sec": rps.median, "p50_ms": 1.0, "p99_ms": p99.median,
-                        "upstream_per_request": null, "gateway_cpu_cores": null, "gateway_peak_rss_bytes": null,
-                        "cache_hits": null, "cache_misses": null, "cache_dedupes": null, "loadgen_cpu_cores": 0.1},
-                    "requests_per_sec": rps, "p99_ms": p99, "ratio": null, "p99_ratio": null,
-                    "flamegraph": null, "flamegraph_note": null, "errors_total": 0
-                })
-            })
-            .collect();
-        serde_json::from_value(serde_json::json!({
-            "schema": "loadgen.summary/1", "run_id": run, "experiment": "seed", "baseline": "no-cache",
-            "rounds": rounds, "duration_s": 10.0, "warmup_s": 2.0, "quick": false, "warnings": [],
-            "configs": configs
-        }))
-        .unwrap()
+    /// A run whose configurations have these req/s in rounds 1, 2, …; p99 is
+    /// 100 000 / req/s, and the gateway's CPU per request 1 000 000 / req/s µs.
+    fn run(id: &str, configs: &[(&str, &[f64])]) -> Summary {
+        let mut ms = Vec::new();
+        for (name, rounds) in configs {
+            for (i, rps) in rounds.iter().enumerate() {
+                let mut m = measurement(i as u32 + 1, name, *rps, 100_000.0 / rps);
+                m.cpu = vec![crate::matrix::sampling::ProcessCpu {
+                    name: "gateway".into(),
+                    cpu_seconds: Some(10.0),
+                    cores: Some(1.0),
+                    us_per_request: Some(1_000_000.0 / rps),
+                }];
+                ms.push(m);
+            }
+        }
+        crate::matrix::aggregation::set_ratios(&mut ms, &|_| configs[0].0.to_string());
+        let mut s = crate::matrix::summary::fixtures::summary("seed", configs[0].0, Vec::new());
+        s.run_id = id.into();
+        s.rounds = configs.iter().map(|c| c.1.len() as u32).max().unwrap_or(0);
+        for (name, _) in configs {
+            let own: Vec<Measurement> = ms.iter().filter(|m| m.config == *name).cloned().collect();
+            s.configs.push(ConfigSummary::from_rounds(
+                name,
+                None,
+                Default::default(),
+                serde_json::json!({}),
+                own,
+            ));
+        }
+        s.derive_intervals();
+        s
+    }
+
+    fn row<'a>(table: &'a str, config: &str, figure: &str) -> &'a str {
+        table
+            .lines()
+            .find(|l| l.starts_with(&format!("| {config} | {figure} |")))
+            .unwrap_or_else(|| panic!("no row {config}/{figure} in\n{table}"))
     }
 
     #[test]
-    fn side_by_side_with_ratios_and_spread_verdicts() {
-        let s = |median: f64, min: f64, max: f64| Spread { median, min, max };
-        let a = summary(
+    fn each_figure_gets_an_interval_and_a_verdict() {
+        let a = run(
             "A",
-            3,
             &[
-                ("no-cache", s(1000.0, 950.0, 1050.0), s(250.0, 240.0, 260.0)),
-                ("ttl-0", s(4600.0, 4500.0, 4700.0), s(46.0, 44.0, 48.0)),
+                ("no-cache", &[1000.0, 1010.0, 990.0]),
+                ("ttl-0", &[4000.0, 4100.0, 3900.0]),
             ],
         );
-        let b = summary(
+        let b = run(
             "B",
-            3,
             &[
-                ("no-cache", s(1020.0, 990.0, 1100.0), s(240.0, 230.0, 250.0)),
-                ("ttl-1", s(4000.0, 3900.0, 4100.0), s(50.0, 49.0, 51.0)),
+                ("no-cache", &[1005.0, 995.0, 1012.0]),
+                ("ttl-0", &[4800.0, 4900.0, 4700.0]),
+                ("ttl-1", &[5000.0, 5100.0]),
             ],
         );
-        let table = render(&a, &b);
+        let table = render(&a, &b, DEFAULT_NOISE);
+        // The same req/s within a percent: the interval holds 1.
+        let same = row(&table, "no-cache", "req/s");
+        assert!(same.ends_with("| no change |"), "{same}");
+        // 20% more req/s is an improvement; the same change as CPU per request and
+        // p99 (less is better) is one too.
+        let rps = row(&table, "ttl-0", "req/s");
         assert!(
-            table.contains("| no-cache | 1000 | 1020 | 1.02x | no | 250.0 | 240.0 | 0.96x | no |"),
+            rps.contains("| 4000 | 4800 | 1.20x [") && rps.ends_with("| improved |"),
+            "{rps}"
+        );
+        let cpu = row(&table, "ttl-0", "gateway CPU µs per request");
+        assert!(
+            cpu.contains("0.83x [") && cpu.ends_with("| improved |"),
+            "{cpu}"
+        );
+        assert!(
+            row(&table, "ttl-0", "p99 (ms)").ends_with("| improved |"),
             "{table}"
         );
-        assert!(table.contains("| ttl-0 | 4600 | – | – | – |"), "{table}");
-        assert!(table.contains("| ttl-1 | – | 4000 |"), "{table}");
-        let c = summary(
-            "C",
-            3,
-            &[("no-cache", s(2000.0, 1900.0, 2100.0), s(100.0, 95.0, 105.0))],
-        );
-        let table = render(&a, &c);
+        // Swapped, it is a regression.
+        let back = render(&b, &a, DEFAULT_NOISE);
         assert!(
-            table
-                .contains("| no-cache | 1000 | 2000 | 2.00x | yes | 250.0 | 100.0 | 0.40x | yes |"),
+            row(&back, "ttl-0", "req/s").ends_with("| regressed |"),
+            "{back}"
+        );
+        // A configuration only one run has gets no verdict.
+        assert!(
+            row(&table, "ttl-1", "req/s").contains("| – | 5050 | – | – |"),
             "{table}"
         );
-        // One round against three: the single value is judged against the other's range.
-        let one = summary(
-            "D",
-            1,
-            &[(
-                "no-cache",
-                s(1040.0, 1040.0, 1040.0),
-                s(300.0, 300.0, 300.0),
-            )],
-        );
-        let table = render(&a, &one);
         assert!(
-            table.contains("| 1.04x | no |") && table.contains("| 1.20x | yes |"),
+            table.contains("Welch's t") && table.contains("±2.0%"),
             "{table}"
         );
-        let table = render(&one, &one);
-        assert!(table.contains("no spread (1 round each)"), "{table}");
+        assert!(!table.contains("| no-cache | req/s against"), "{table}");
+    }
+
+    #[test]
+    fn a_small_certain_change_is_within_noise_and_one_round_is_too_few() {
+        let a = run("A", &[("no-cache", &[1000.0, 1001.0, 999.0, 1000.5])]);
+        let b = run("B", &[("no-cache", &[1010.0, 1011.0, 1009.0, 1010.5])]);
+        let table = render(&a, &b, DEFAULT_NOISE);
+        assert!(
+            row(&table, "no-cache", "req/s").ends_with("| within noise |"),
+            "{table}"
+        );
+        // With a threshold under the 1% change, it counts.
+        let fine = render(&a, &b, 0.005);
+        assert!(
+            row(&fine, "no-cache", "req/s").ends_with("| improved |"),
+            "{fine}"
+        );
+        let one = run("C", &[("no-cache", &[1500.0])]);
+        let table = render(&one, &one, DEFAULT_NOISE);
+        let r = row(&table, "no-cache", "req/s");
+        assert!(
+            r.contains("1.00x") && r.ends_with("| too few rounds |"),
+            "{r}"
+        );
     }
 
     #[test]

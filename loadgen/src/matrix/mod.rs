@@ -27,7 +27,9 @@
 
 pub mod aggregation;
 pub mod cache_figures;
+pub mod calibration;
 pub mod compare;
+pub mod confidence;
 pub mod disturbance;
 pub mod error_budget;
 pub mod eta;
@@ -128,7 +130,7 @@ fn write_renderings(out: &Path, summary: &Summary, machine: &str) -> anyhow::Res
 
 /// `loadgen render DIR`: write a run's summary.md and charts again from its
 /// summary.json and manifest.json (after loadgen's rendering changed); the measurements
-/// are not touched.
+/// are not touched, and summary.json is not rewritten.
 pub fn rerender(dir: &Path) -> anyhow::Result<()> {
     let summary = compare::load_summary(dir)?;
     let manifest =
@@ -460,6 +462,7 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
         warnings: Vec::new(),
     };
     summary.derive_warnings();
+    summary.derive_intervals();
     if let Some(why) = &stopped {
         summary.warnings.insert(
             0,

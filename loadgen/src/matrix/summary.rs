@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::cache_figures::CacheFigures;
+use super::confidence::Interval;
 use super::profile::ProfileFigures;
 use super::sampling::ProcessCpu;
 use crate::bench::recorder::ErrorCounts;
@@ -155,6 +156,16 @@ pub struct Measurement {
     /// What the caches held at the window's end and shared across operations.
     #[serde(default)]
     pub cache: Option<CacheFigures>,
+}
+
+impl Measurement {
+    /// The gateway's CPU µs per client request in this round (its instances summed).
+    pub fn gateway_us_per_request(&self) -> Option<f64> {
+        self.cpu
+            .iter()
+            .find(|p| p.name == "gateway")
+            .and_then(|p| p.us_per_request)
+    }
 }
 
 /// An open-loop round's schedule, as sent.
@@ -409,6 +420,23 @@ pub struct ConfigSummary {
     /// Its own baseline (ratios are against it), when not the experiment's.
     #[serde(default)]
     pub baseline: Option<String>,
+    /// Its ratios to the baseline with 95% intervals, paired within rounds (two
+    /// rounds or more; none for the baseline itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub against_baseline: Option<AgainstBaseline>,
+}
+
+/// A configuration over its baseline, round by round, with how sure that is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgainstBaseline {
+    /// The baseline's name.
+    pub baseline: String,
+    /// How the intervals were computed ([`super::confidence::PAIRED_METHOD`]).
+    pub method: String,
+    pub requests_per_sec: Option<Interval>,
+    pub p99: Option<Interval>,
+    /// The gateway's CPU µs per client request over the baseline's.
+    pub gateway_cpu_per_request: Option<Interval>,
 }
 
 /// A whole matrix run.

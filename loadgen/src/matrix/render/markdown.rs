@@ -76,12 +76,17 @@ impl Summary {
                 }
                 _ => format!("{:.0}", m.requests_per_sec),
             };
-            let mut ratio = match c.ratio {
-                Some(s) if self.rounds > 1 => {
+            let interval = c
+                .against_baseline
+                .as_ref()
+                .and_then(|a| a.requests_per_sec.as_ref());
+            let mut ratio = match (interval, c.ratio) {
+                (Some(i), _) => i.text(2),
+                (None, Some(s)) if self.rounds > 1 => {
                     format!("{:.2}x ({:.2}–{:.2})", s.median, s.min, s.max)
                 }
-                Some(s) => format!("{:.2}x", s.median),
-                None => "–".into(),
+                (None, Some(s)) => format!("{:.2}x", s.median),
+                (None, None) => "–".into(),
             };
             if let Some(own) = &c.baseline {
                 ratio.push_str(&format!(" vs {own}"));
@@ -213,7 +218,8 @@ impl Summary {
         }
         let _ = writeln!(
             out,
-            "\nMedians over rounds (min–max in brackets). Ratios are taken within each round against `{}` (or the configuration the cell names). \
+            "\nMedians over rounds (min–max in round brackets). Ratios are taken within each round against `{}` (or the configuration the cell names); \
+             with two rounds or more, a ratio is their geometric mean with its 95% interval in square brackets (see the next table). \
              upstream/req: subgraph requests per client request. Cache counters are totals over the measured window. \
              RSS start/peak/end: the gateway's VmRSS before the load, its largest sample (every ~100 ms over warm-up and window) \
              and at the window's end, before the profile is rendered; VmHWM is the kernel's peak at the end, profiler included.{}{}{}",
@@ -236,6 +242,9 @@ impl Summary {
                 ""
             }
         );
+        if let Some(table) = super::against_baseline::table(self) {
+            out.push_str(&table);
+        }
         if show_cpu_per_request {
             self.cpu_table(&mut out);
         }

@@ -1,4 +1,5 @@
-//! What a person reads from a run: `summary.md` ([`markdown`]), the bar chart of req/s
+//! What a person reads from a run: `summary.md` ([`markdown`]) with each ratio's 95%
+//! interval against the baseline ([`against_baseline`]), the bar chart of req/s
 //! and p99 ([`chart`]), for workloads the trade-off of throughput against stale reads
 //! ([`tradeoff`]), for open-loop sweeps the overload curve ([`overload`]), the
 //! window second by second ([`timeline`]), and for configurations with a Redis its
@@ -10,6 +11,7 @@
 //! The charts share [`svg`] (escaping, palette, number formats, text widths),
 //! [`scale`] (linear, and log with zero drawn apart), [`frame`] (axes and grid) and
 //! [`labels`] (labels placed so that none overlaps another).
+pub mod against_baseline;
 pub mod cache_memory;
 pub mod chart;
 pub mod frame;
