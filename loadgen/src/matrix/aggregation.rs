@@ -226,6 +226,7 @@ impl ConfigSummary {
             rounds,
             flamegraph: None,
             flamegraph_note: None,
+            flamegraph_diff: None,
             gateways: 1,
             redis: false,
             own_query: false,

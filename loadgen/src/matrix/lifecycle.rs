@@ -222,7 +222,10 @@ impl Stack {
             let name = gateway_name(i);
             let mut process = ServiceProcess::spawn(
                 &name,
-                &launch.binaries.gateway,
+                config
+                    .gateway_binary
+                    .as_ref()
+                    .unwrap_or(&launch.binaries.gateway),
                 &gateway_args,
                 gateway_addr,
                 &log(&name),

@@ -53,6 +53,9 @@ pub struct Manifest {
     #[serde(default)]
     pub round_order: Vec<Vec<String>>,
     pub binaries: Vec<BinaryInfo>,
+    /// The gateway builds configurations named (`build = {...}`), resolved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub builds: Vec<super::builds::ResolvedBuild>,
 }
 
 /// The manifest.json of the run folder `dir`: `None` when there is none (runs made by

@@ -402,6 +402,9 @@ pub struct ConfigSummary {
     pub flamegraph: Option<String>,
     /// Why there is no flamegraph, or what is odd about it.
     pub flamegraph_note: Option<String>,
+    /// File name of the differential flamegraph against the baseline, per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flamegraph_diff: Option<String>,
     /// Total errors of every class over all rounds.
     pub errors_total: u64,
     /// Gateway instances of the configuration (`gateways`).

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use crate::matrix::builds::BuildFile;
 use crate::matrix::graph::{GraphFile, SubgraphServiceFile};
 use crate::matrix::network::NetworkFile;
 use crate::matrix::query::QueryFile;
@@ -135,4 +136,7 @@ pub(super) struct ConfigFile {
     /// This configuration's error limit (over the file's `max_error_rate`).
     #[serde(default)]
     pub(super) max_error_rate: Option<f64>,
+    /// The gateway build it runs, when not the one beside loadgen.
+    #[serde(default)]
+    pub(super) build: Option<BuildFile>,
 }

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::builds::GatewayBuild;
 use super::graph::GraphSpec;
 use super::network::NetworkSpec;
 use super::query::QuerySpec;
@@ -147,6 +148,10 @@ pub struct ConfigSpec {
     pub subgraph_args: BTreeMap<String, Vec<String>>,
     /// The share of answers with errors past which the run stops; `None`: no limit.
     pub max_error_rate: Option<f64>,
+    /// The gateway build it runs (`build = {...}`); `None`: the one beside loadgen.
+    pub build: Option<GatewayBuild>,
+    /// That build's binary, once [`crate::matrix::builds::prepare`] resolved it.
+    pub gateway_binary: Option<PathBuf>,
 }
 
 /// A validated experiment.

@@ -374,6 +374,8 @@ impl Experiment {
                 graph: graph.clone(),
                 subgraph_args,
                 max_error_rate,
+                build: c.build.map(|b| b.check(&at)).transpose().map_err(invalid)?,
+                gateway_binary: None,
             });
         }
         let baseline = file.baseline.unwrap_or_else(|| configs[0].name.clone());

@@ -4,8 +4,10 @@
 //! the whole process, kernel and libc included) where perf is installed and allowed,
 //! and the gateway's own [`endpoint`] (pprof in-process, which loses the samples taken
 //! in libc and the kernel) elsewhere. [`flamegraph`] merges and renders the stacks
-//! either one gives. Coverage is samples against CPU seconds × frequency, over the span
+//! either one gives, and [`differential`] draws a configuration's against its
+//! baseline's, per request. Coverage is samples against CPU seconds × frequency, over the span
 //! the profiler sampled.
+pub mod differential;
 pub mod endpoint;
 pub mod flamegraph;
 pub mod perf;

@@ -96,7 +96,10 @@ impl Summary {
                 (h, mi, d) => format!("{}/{}/{}", count(h), count(mi), count(d)),
             };
             let flame = match (&c.flamegraph, &c.flamegraph_note) {
-                (Some(f), _) => format!("[svg]({f})"),
+                (Some(f), _) => match &c.flamegraph_diff {
+                    Some(d) => format!("[svg]({f}) · [against the baseline]({d})"),
+                    None => format!("[svg]({f})"),
+                },
                 (None, Some(_)) => "none (see notes)".into(),
                 (None, None) => "–".into(),
             };
