@@ -14,7 +14,8 @@
 //! changes never leak into it) with `cargo build --locked -p gateway`, into
 //! `target/gateway-builds/target`, a target directory shared by every revision so that
 //! dependencies compile once. The first build of all copies the workspace's own
-//! `target/<profile>` there first, which makes it an incremental build of the
+//! `target/<profile>` there first (`cp -a`: the timestamps cargo compares must stay
+//! as they were), which makes it an incremental build of the
 //! workspace's crates. Every build is bounded by [`BUILD_DEADLINE`].
 
 use std::path::{Path, PathBuf};
@@ -205,7 +206,7 @@ fn build(root: &Path, cache: &Path, commit: &str, build: &GatewayBuild) -> anyho
         std::fs::create_dir_all(&target)?;
         run_bounded(
             "cp",
-            Command::new("cp").arg("-r").arg(&seed).arg(&target),
+            Command::new("cp").arg("-a").arg(&seed).arg(&target),
             BUILD_DEADLINE,
         )?;
     }
