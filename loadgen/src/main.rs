@@ -99,7 +99,12 @@ fn compare(args: &CompareArgs) -> anyhow::Result<()> {
         loadgen::matrix::compare::render(&a, &b, loadgen::cli::noise_share(args.noise))
     );
     if let Some(out) = &args.html {
-        loadgen::matrix::compare::write_page(&args.a, &args.b, out)?;
+        loadgen::matrix::compare::write_page(
+            &args.a,
+            &args.b,
+            out,
+            loadgen::cli::noise_share(args.noise),
+        )?;
         eprintln!("loadgen compare: page written to {}", out.display());
     }
     Ok(())

@@ -1,6 +1,6 @@
-//! `loadgen compare A B`: two runs' summaries side by side, with B/A ratios and whether
-//! each difference is larger than the spread of the rounds (the min–max ranges of the
-//! two runs do not overlap); with `--html OUT`, the same as a page
+//! `loadgen compare A B`: two runs' summaries side by side, with each B/A ratio's 95%
+//! interval and criterion's kind of verdict (improved, regressed, within noise, no
+//! change: [`crate::matrix::confidence`]); with `--html OUT`, the same as a page
 //! ([`crate::matrix::render::html::compare`]) with more figures and every round drawn.
 
 use std::fmt::Write as _;
@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::matrix::confidence::{self, Interval, Verdict as Judgement};
+use crate::matrix::confidence::{self, Interval, Verdict};
 use crate::matrix::manifest;
 use crate::matrix::render::html;
 use crate::matrix::render::html::compare::Side;
@@ -31,62 +31,18 @@ pub fn load_summary(path: &Path) -> anyhow::Result<Summary> {
     Ok(summary)
 }
 
-/// Whether B's rounds fall outside A's min–max range (the page's rounds strip still
-/// draws this; the verdict is [`Judgement`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// The two runs' min–max ranges over rounds do not overlap.
-    Beyond,
-    /// They overlap: the difference is within what the rounds vary by.
-    Within,
-    /// One round each: no spread to judge by.
-    NoSpread,
-    /// A run lacks the figure.
-    Missing,
-}
-
-impl Verdict {
-    pub fn text(self) -> &'static str {
-        match self {
-            Verdict::Beyond => "yes",
-            Verdict::Within => "no",
-            Verdict::NoSpread => "no spread (1 round each)",
-            Verdict::Missing => "–",
-        }
-    }
-}
-
 /// One figure of one configuration in the two runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Change {
     pub a: Option<Spread>,
     pub b: Option<Spread>,
-    pub verdict: Verdict,
     /// B over A with its 95% interval ([`confidence::unpaired`]), from two rounds a side.
     pub interval: Option<Interval>,
     /// What the interval and the noise threshold conclude.
-    pub judgement: Judgement,
+    pub judgement: Verdict,
 }
 
 impl Change {
-    /// A single round is a range of one value; two single rounds have no spread to
-    /// judge by. Without the rounds' values there is no interval.
-    pub fn of(a: Option<Spread>, b: Option<Spread>, rounds_a: u32, rounds_b: u32) -> Change {
-        let verdict = match (a, b) {
-            (Some(_), Some(_)) if rounds_a < 2 && rounds_b < 2 => Verdict::NoSpread,
-            (Some(a), Some(b)) if a.separated_from(&b) => Verdict::Beyond,
-            (Some(_), Some(_)) => Verdict::Within,
-            _ => Verdict::Missing,
-        };
-        Change {
-            a,
-            b,
-            verdict,
-            interval: None,
-            judgement: Judgement::TooFewRounds,
-        }
-    }
-
     /// One metric of one configuration in runs A and B, judged against `noise` (a
     /// share: 0.02 is ±2%).
     pub fn between(
@@ -101,32 +57,19 @@ impl Change {
             })
         };
         let (ra, rb) = (rounds(a), rounds(b));
-        let mut change = Change::of(
-            a.and_then(metric.spread),
-            b.and_then(metric.spread),
-            ra.len() as u32,
-            rb.len() as u32,
-        );
-        change.interval = confidence::unpaired(&ra, &rb);
-        change.judgement = Judgement::of(change.interval.as_ref(), metric.higher_is_better, noise);
-        change
+        let interval = confidence::unpaired(&ra, &rb);
+        Change {
+            a: a.and_then(metric.spread),
+            b: b.and_then(metric.spread),
+            interval,
+            judgement: Verdict::of(interval.as_ref(), metric.higher_is_better, noise),
+        }
     }
 
     /// B's median over A's.
     pub fn ratio(&self) -> Option<f64> {
         match (self.a, self.b) {
             (Some(a), Some(b)) if a.median > 0.0 => Some(b.median / a.median),
-            _ => None,
-        }
-    }
-
-    /// The ratio's range from the rounds' extremes: B's min over A's max to B's max
-    /// over A's min (it excludes 1 exactly when the verdict is [`Verdict::Beyond`]).
-    pub fn ratio_range(&self) -> Option<(f64, f64)> {
-        match (self.a, self.b) {
-            (Some(a), Some(b)) if a.min > 0.0 && a.max > 0.0 => {
-                Some((b.min / a.max, b.max / a.min))
-            }
             _ => None,
         }
     }
@@ -277,7 +220,7 @@ pub fn render(a: &Summary, b: &Summary, noise: f64) -> String {
 }
 
 /// `loadgen compare A B --html OUT`: the page of the two runs, written to `out`.
-pub fn write_page(a_path: &Path, b_path: &Path, out: &Path) -> anyhow::Result<()> {
+pub fn write_page(a_path: &Path, b_path: &Path, out: &Path, noise: f64) -> anyhow::Result<()> {
     let from = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -299,7 +242,7 @@ pub fn write_page(a_path: &Path, b_path: &Path, out: &Path) -> anyhow::Result<()
         })
     };
     let (a, b) = (side(a_path, "A")?, side(b_path, "B")?);
-    let html = html::compare::page(&a, &b);
+    let html = html::compare::page(&a, &b, noise);
     std::fs::write(out, html).with_context(|| format!("--html {}", out.display()))
 }
 

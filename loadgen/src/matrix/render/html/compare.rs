@@ -1,8 +1,8 @@
 //! The page of `loadgen compare A B --html OUT`: what changed between two runs, and how
 //! sure we are. For each figure (req/s, p99, the gateway's CPU per request, req/s
 //! against the run's baseline) and configuration: A and B with their rounds' range, the
-//! ratio B/A with the range the rounds allow, whether the change is beyond the rounds'
-//! spread, and every round drawn as a dot. Above them, what makes the two runs hard to
+//! ratio B/A with its 95% interval, the verdict (improved, regressed, within noise, no
+//! change), and every round drawn as a dot. Above them, what makes the two runs hard to
 //! compare: other machines, other experiments, disturbed or quick runs.
 
 use maud::{html, Markup};
@@ -10,7 +10,8 @@ use maud::{html, Markup};
 use super::manifest::date_of;
 use super::page::{badge, callout, link, table, Page};
 use super::run::headline;
-use crate::matrix::compare::{pairs, Change, Metric, Verdict, METRICS};
+use crate::matrix::compare::{pairs, Change, Metric, METRICS};
+use crate::matrix::confidence::Verdict;
 use crate::matrix::disturbance;
 use crate::matrix::manifest::Manifest;
 use crate::matrix::render::svg::colour;
@@ -194,52 +195,41 @@ fn rounds_strip(metric: &Metric, a: Option<&ConfigSummary>, b: Option<&ConfigSum
     }
 }
 
-/// One figure's table: a row per configuration; a change beyond the spread colours its
-/// cell.
-fn metric_table(metric: &Metric, a: &Summary, b: &Summary) -> Markup {
+/// One figure's table: a row per configuration; an improvement or a regression
+/// colours its verdict.
+fn metric_table(metric: &Metric, a: &Summary, b: &Summary, noise: f64) -> Markup {
     let header = [
         "config",
         "A: median (min–max)",
         "B: median (min–max)",
-        "B/A (range the rounds allow)",
-        "change",
+        "B/A [95% interval]",
+        "verdict",
         "rounds: A above, B below",
     ];
     let rows = pairs(a, b).into_iter().map(|(name, ca, cb)| {
-        let change = Change::of(
-            ca.and_then(metric.spread),
-            cb.and_then(metric.spread),
-            a.rounds,
-            b.rounds,
-        );
-        let ratio = match (change.ratio(), change.ratio_range()) {
-            (Some(r), Some((lo, hi))) if lo < hi => {
-                html! { (format!("{r:.3}x")) " " small { (format!("({lo:.3}–{hi:.3})")) } }
-            }
-            (Some(r), _) => html! { (format!("{r:.3}x")) },
-            _ => html! { "–" },
+        let change = Change::between(metric, ca, cb, noise);
+        let ratio = match (change.interval, change.ratio()) {
+            (Some(i), _) => html! {
+                (format!("{:.3}x", i.estimate)) " "
+                small { (format!("[{:.3}–{:.3}]", i.low, i.high)) }
+            },
+            (None, Some(r)) => html! { (format!("{r:.3}x")) },
+            (None, None) => html! { "–" },
         };
-        let (word, class) = match (change.ratio(), change.verdict) {
-            (Some(r), Verdict::Beyond) => {
-                let better = (r > 1.0) == metric.higher_is_better;
-                (
-                    format!(
-                        "{:+.1}%: {}",
-                        (r - 1.0) * 100.0,
-                        if better { "better" } else { "worse" }
-                    ),
-                    Some(if better { "good" } else { "bad" }),
-                )
-            }
-            (Some(r), Verdict::Within) => (
-                format!("{:+.1}%: within the rounds' spread", (r - 1.0) * 100.0),
-                None,
+        let both = change.a.is_some() && change.b.is_some();
+        let class = match change.judgement {
+            Verdict::Improved if both => Some("good"),
+            Verdict::Regressed if both => Some("bad"),
+            _ => None,
+        };
+        let word = match (both, change.interval) {
+            (false, _) => "–".to_string(),
+            (true, Some(i)) => format!(
+                "{:+.1}%: {}",
+                (i.estimate - 1.0) * 100.0,
+                change.judgement.text()
             ),
-            (Some(r), Verdict::NoSpread) => (
-                format!("{:+.1}%: no spread to judge by", (r - 1.0) * 100.0),
-                None,
-            ),
-            _ => ("–".into(), None),
+            (true, None) => change.judgement.text().to_string(),
         };
         html! {
             tr {
@@ -268,8 +258,8 @@ fn metric_table(metric: &Metric, a: &Summary, b: &Summary) -> Markup {
     }
 }
 
-/// The page.
-pub fn page(a: &Side, b: &Side) -> String {
+/// The page; `noise` is the threshold a change must exceed (a share).
+pub fn page(a: &Side, b: &Side, noise: f64) -> String {
     let mut page = Page::new(&format!(
         "compare {} run {} → {} run {}",
         a.summary.experiment, a.summary.run_id, b.summary.experiment, b.summary.run_id
@@ -293,12 +283,14 @@ pub fn page(a: &Side, b: &Side) -> String {
     }
     page.push(html! {
         p class="sub" {
-            "B/A is B's median over A's; its range runs from B's smallest round over A's largest \
-            to B's largest over A's smallest. A change is " strong { "beyond the spread" } " when the two runs' \
-            ranges over rounds do not overlap (the range of B/A then excludes 1): larger than anything the \
-            rounds varied by. With three rounds a side that is a coarse test — more rounds make it finer. \
-            Within one run, each configuration's ratio to its baseline was taken round by round on the same \
-            machine state: the last table moves least between runs."
+            (crate::matrix::confidence::UNPAIRED_METHOD) ". A change is "
+            strong { "improved" } " or " strong { "regressed" } " when the whole interval lies beyond \
+            the noise threshold of ±" (format!("{:.1}%", noise * 100.0)) "; " strong { "within noise" }
+            " when it excludes 1 but reaches into the threshold; " strong { "no change" } " when it holds 1. \
+            How often these verdicts cry wolf on this machine is measured by the A/A experiment \
+            (docs/matrix.md, \"How sure a ratio is\"). Within one run, each configuration's ratio to its \
+            baseline was taken round by round on the same machine state: the last table moves least \
+            between runs."
         }
     });
     for (i, metric) in METRICS.iter().enumerate() {
@@ -313,7 +305,7 @@ pub fn page(a: &Side, b: &Side) -> String {
                     "lower"
                 }
             ),
-            metric_table(metric, &a.summary, &b.summary),
+            metric_table(metric, &a.summary, &b.summary, noise),
         );
     }
     page.finish()
@@ -359,15 +351,17 @@ mod tests {
     fn a_change_beyond_the_spread_is_marked_with_its_direction() {
         let a = side("A", [[1000.0, 1050.0, 980.0], [4600.0, 4500.0, 4700.0]]);
         let b = side("B", [[1010.0, 1040.0, 990.0], [5600.0, 5500.0, 5700.0]]);
-        let html = page(&a, &b);
-        // ttl<0>: 4600 → 5600, ranges apart: better; no-cache within the spread.
+        let html = page(&a, &b, 0.02);
+        // ttl<0>: 4600 → 5600, the whole interval above +2%: improved; no-cache's
+        // interval holds 1.
         assert!(
-            html.contains("<td class=\"good\"><strong>+21.7%: better</strong>"),
+            html.contains("<td class=\"good\"><strong>+21.7%: improved</strong>"),
             "{html}"
         );
-        assert!(html.contains("+1.0%: within the rounds' spread"), "{html}");
+        assert!(html.contains("+0.4%: no change"), "{html}");
+        assert!(html.contains("1.217x <small>[1.156–1.282]"), "{html}");
         assert!(
-            html.contains("1.217x <small>(1.170–1.267)</small>"),
+            html.contains("Welch's t") && html.contains("±2.0%"),
             "{html}"
         );
         // Each round a dot: 3 rounds × 2 runs × 2 configurations × 4 figures (CPU: none).
@@ -390,15 +384,14 @@ mod tests {
         let a = side("A", [[1000.0, 1050.0, 980.0], [4600.0, 4500.0, 4700.0]]);
         let mut b = side("B", [[1000.0, 1050.0, 980.0], [4600.0, 4500.0, 4700.0]]);
         for c in &mut b.summary.configs {
-            c.p99_ms = Some(Spread {
-                median: 30.0,
-                min: 29.0,
-                max: 31.0,
-            });
+            for (m, p99) in c.rounds.iter_mut().zip([29.0, 30.0, 31.0]) {
+                m.p99_ms = p99;
+            }
+            c.p99_ms = Spread::of(&[29.0, 30.0, 31.0]);
         }
-        let html = metric_table(&METRICS[1], &a.summary, &b.summary).into_string();
+        let html = metric_table(&METRICS[1], &a.summary, &b.summary, 0.02).into_string();
         assert!(
-            html.contains("<td class=\"bad\"><strong>+200.0%: worse</strong>"),
+            html.contains("<td class=\"bad\"><strong>+199.9%: regressed</strong>"),
             "{html}"
         );
     }

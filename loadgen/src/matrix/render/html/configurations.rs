@@ -1,6 +1,7 @@
 //! The configurations' table of a run's page: per configuration what it runs (its
 //! description, each process's arguments, gateways, Redis, network), its headline
-//! figures with their rounds' range, how busy the rest of the machine was, its failed
+//! figures with their rounds' range and their ratios' 95% intervals against the
+//! baseline, how busy the rest of the machine was, its failed
 //! requests, and its flamegraph one click away (or why it has none).
 
 use maud::{html, Markup};
@@ -78,13 +79,27 @@ fn row(run: &RunFiles, c: &ConfigSummary) -> Vec<Markup> {
             small { (extras.join("; ")) }
         }
     };
-    let ratio = match c.ratio {
-        Some(r) if s.rounds > 1 => html! {
-            (format!("{:.2}x", r.median)) " "
-            small { (format!("({:.2}–{:.2})", r.min, r.max)) }
+    let against = c.against_baseline.as_ref();
+    let interval = |i: Option<&crate::matrix::confidence::Interval>| match i {
+        Some(i) => html! {
+            (format!("{:.2}x", i.estimate)) " "
+            small title="95% interval over the rounds, paired with the baseline's" {
+                (format!("[{:.2}–{:.2}]", i.low, i.high))
+            }
         },
-        Some(r) => html! { (format!("{:.2}x", r.median)) },
         None => html! { "–" },
+    };
+    let cpu_ratio = against.and_then(|a| a.gateway_cpu_per_request.as_ref());
+    let ratio = match (against.and_then(|a| a.requests_per_sec.as_ref()), c.ratio) {
+        (Some(i), _) => interval(Some(i)),
+        (None, r) => match r {
+            Some(r) if s.rounds > 1 => html! {
+                (format!("{:.2}x", r.median)) " "
+                small { (format!("({:.2}–{:.2})", r.min, r.max)) }
+            },
+            Some(r) => html! { (format!("{:.2}x", r.median)) },
+            None => html! { "–" },
+        },
     };
     let cpu = c
         .median
@@ -111,6 +126,9 @@ fn row(run: &RunFiles, c: &ConfigSummary) -> Vec<Markup> {
             @if let Some(x) = c.median.profile_coverage {
                 " " small { (format!("({:.0}% of CPU)", x * 100.0)) }
             }
+            @if let Some(d) = c.flamegraph_diff.as_ref().filter(|d| run.flamegraphs.contains(*d)) {
+                br; (link(d, "against the baseline")) " " small { "(per request)" }
+            }
         },
         Some(f) => html! { (f) " (file missing)" },
         None => html! { small { (c.flamegraph_note.as_deref().unwrap_or("none")) } },
@@ -121,9 +139,85 @@ fn row(run: &RunFiles, c: &ConfigSummary) -> Vec<Markup> {
         spread(c.requests_per_sec, s.rounds, 0),
         ratio,
         spread(c.p99_ms, s.rounds, 1),
-        html! { (cpu) },
+        html! {
+            (cpu)
+            @if cpu_ratio.is_some() {
+                br; small { "vs baseline " } (interval(cpu_ratio))
+            }
+        },
         rest,
         errors,
         flame,
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::matrix::aggregation::set_ratios;
+    use crate::matrix::render::html::run::RunFiles;
+    use crate::matrix::sampling::ProcessCpu;
+    use crate::matrix::summary::fixtures::{measurement, summary};
+    use crate::matrix::summary::ConfigSummary;
+
+    #[test]
+    fn ratios_carry_their_intervals_and_the_differential_flamegraph_is_linked() {
+        let mut ms = Vec::new();
+        for (round, (base, fast)) in [(1000.0, 4000.0), (1100.0, 4500.0), (900.0, 3500.0)]
+            .into_iter()
+            .enumerate()
+        {
+            for (name, rps) in [("no-cache", base), ("ttl-0", fast)] {
+                let mut m = measurement(round as u32 + 1, name, rps, 40.0);
+                m.cpu = vec![ProcessCpu {
+                    name: "gateway".into(),
+                    cpu_seconds: Some(10.0),
+                    cores: Some(1.0),
+                    us_per_request: Some(1_000_000.0 / rps),
+                }];
+                ms.push(m);
+            }
+        }
+        set_ratios(&mut ms, &|_| "no-cache".to_string());
+        let mut s = summary("seed", "no-cache", Vec::new());
+        s.rounds = 3;
+        for name in ["no-cache", "ttl-0"] {
+            let own = ms.iter().filter(|m| m.config == name).cloned().collect();
+            let mut c = ConfigSummary::from_rounds(
+                name,
+                None,
+                Default::default(),
+                serde_json::json!({}),
+                own,
+            );
+            c.flamegraph = Some(format!("flame-{name}.svg"));
+            s.configs.push(c);
+        }
+        s.derive_intervals();
+        s.configs[1].flamegraph_diff = Some("flame-diff-ttl-0.svg".into());
+        let run = RunFiles {
+            summary: s,
+            manifest: None,
+            charts: vec![],
+            reports: vec![],
+            files: vec![],
+            flamegraphs: [
+                "flame-no-cache.svg",
+                "flame-ttl-0.svg",
+                "flame-diff-ttl-0.svg",
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+            index: None,
+        };
+        let html = super::table_of(&run).into_string();
+        // req/s 3.99x [3.75–4.25] against no-cache; CPU per request its inverse.
+        assert!(html.contains("3.99x <small title=\"95% interval"), "{html}");
+        assert!(html.contains("[3.75–4.25]</small>"), "{html}");
+        assert!(html.contains("vs baseline </small>0.25x"), "{html}");
+        assert!(
+            html.contains("<a href=\"flame-diff-ttl-0.svg\">against the baseline</a>"),
+            "{html}"
+        );
+    }
 }

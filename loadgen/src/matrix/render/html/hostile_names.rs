@@ -318,7 +318,7 @@ fn a_graph_with_script_names_is_shown_as_text_on_every_page() {
     }
 
     let compare = base.join("compare.html");
-    crate::matrix::compare::write_page(&a, &b, &compare).unwrap();
+    crate::matrix::compare::write_page(&a, &b, &compare, 0.02).unwrap();
     let compare = read(&compare);
     assert_escaped(
         "the comparison",

@@ -78,15 +78,21 @@ pub fn headline(summary: &Summary) -> Option<String> {
         .max_by(|a, b| a.1.median.total_cmp(&b.1.median));
     if let Some((c, r)) = best {
         let vs = c.baseline.as_deref().unwrap_or(&summary.baseline);
-        let range = if summary.rounds > 1 {
-            format!(" ({:.2}–{:.2})", r.min, r.max)
-        } else {
-            String::new()
-        };
-        return Some(format!(
-            "{}: {:.2}x the req/s of {vs}{range}",
-            c.name, r.median
-        ));
+        let interval = c
+            .against_baseline
+            .as_ref()
+            .and_then(|a| a.requests_per_sec.as_ref());
+        return Some(match interval {
+            Some(i) => format!(
+                "{}: {:.2}x the req/s of {vs} (95% interval {:.2}–{:.2})",
+                c.name, i.estimate, i.low, i.high
+            ),
+            None if summary.rounds > 1 => format!(
+                "{}: {:.2}x the req/s of {vs} ({:.2}–{:.2})",
+                c.name, r.median, r.min, r.max
+            ),
+            None => format!("{}: {:.2}x the req/s of {vs}", c.name, r.median),
+        });
     }
     let c = summary.configs.first()?;
     let rps = c.requests_per_sec?;
