@@ -197,6 +197,7 @@ impl BenchArgs {
             timeout: self.timeout,
             rate: self.rate,
             progress: !self.no_progress && !self.json,
+            progress_bars: None,
             workload,
         })
     }

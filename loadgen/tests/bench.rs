@@ -23,6 +23,7 @@ fn plan(url: &str, connections: usize, stop: StopRule) -> BenchPlan {
         timeout: Duration::from_secs(5),
         rate: None,
         progress: false,
+        progress_bars: None,
         workload: None,
     }
 }

@@ -145,6 +145,7 @@ fn bench(url: &str, requests: u64) -> BenchReport {
         timeout: Duration::from_secs(10),
         rate: None,
         progress: false,
+        progress_bars: None,
         workload: None,
     };
     let result = engine::run(&plan).unwrap();

@@ -130,6 +130,7 @@ fn plan(templates: Vec<RequestTemplate>, connections: usize, threads: usize, n: 
         timeout: Duration::from_secs(5),
         rate: None,
         progress: false,
+        progress_bars: None,
         workload: None,
     }
 }

@@ -54,6 +54,8 @@ pub struct BenchPlan {
     pub rate: Option<f64>,
     /// Draw the live progress line on stderr.
     pub progress: bool,
+    /// Draw it under this run's bars (a matrix run's) instead of alone.
+    pub progress_bars: Option<indicatif::MultiProgress>,
     /// Send this workload instead of the templates' one request: the templates then
     /// give only each connection's address, path and base headers.
     pub workload: Option<Arc<Workload>>,
@@ -190,7 +192,7 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchResult> {
 
     let progress = plan
         .progress
-        .then(|| Progress::start(Arc::clone(&control), plan.stop));
+        .then(|| Progress::start(Arc::clone(&control), plan.stop, plan.progress_bars.as_ref()));
     let mut workers = Vec::with_capacity(threads);
     let mut first_connection = 0;
     for (t, count) in split_connections(plan.connections, threads)

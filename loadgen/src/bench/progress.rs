@@ -1,22 +1,26 @@
 //! The live progress line on stderr: phase, a bar, live req/s and errors so far.
 //!
-//! A monitor thread redraws the line a few times a second from the shared counters
-//! (which cost the workers one relaxed atomic add per request). It draws nothing when
-//! stderr is not a terminal, so logs and `--json` output stay clean.
+//! A monitor thread updates an indicatif bar a few times a second from the shared
+//! counters (which cost the workers one relaxed atomic add per request); indicatif
+//! draws it. Alone (`loadgen bench`) the bar has stderr to itself; under a matrix run
+//! it joins the run's [`MultiProgress`], below the run's overall bar. Nothing is drawn
+//! when stderr is not a terminal, so logs and `--json` output stay clean.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::bench::client::Control;
 use crate::bench::engine::StopRule;
 
 /// How often the line is redrawn.
 const REDRAW_EVERY: Duration = Duration::from_millis(250);
-/// Width of the bar, in characters.
-const BAR_WIDTH: usize = 30;
+/// The bar's length in steps (its width on screen is the template's).
+const STEPS: u64 = 1000;
 
 /// A running monitor; [`Progress::finish`] stops it and clears the line.
 pub struct Progress {
@@ -25,12 +29,20 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Start drawing, unless stderr is not a terminal.
-    pub fn start(control: Arc<Control>, rule: StopRule) -> Progress {
+    /// Start drawing: under `multi` when given (and drawn), else alone unless stderr
+    /// is not a terminal.
+    pub fn start(control: Arc<Control>, rule: StopRule, multi: Option<&MultiProgress>) -> Progress {
         let stop = Arc::new(AtomicBool::new(false));
-        if !std::io::stderr().is_terminal() {
-            return Progress { stop, thread: None };
-        }
+        let bar = match multi {
+            Some(m) if !m.is_hidden() => m.add(ProgressBar::new(STEPS)),
+            None if std::io::stderr().is_terminal() => ProgressBar::new(STEPS),
+            _ => return Progress { stop, thread: None },
+        };
+        bar.set_style(
+            ProgressStyle::with_template("{prefix:>9} [{bar:30}] {msg}")
+                .expect("a valid template")
+                .progress_chars("#>-"),
+        );
         let flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("loadgen-progress".into())
@@ -44,12 +56,12 @@ impl Progress {
                     let rate =
                         (finished - last.1) as f64 / (now - last.0).as_secs_f64().max(f64::EPSILON);
                     last = (now, finished);
-                    let line = render(&control, rule, now, rate, failed);
-                    let mut err = std::io::stderr().lock();
-                    let _ = write!(err, "\r\x1b[2K{line}");
-                    let _ = err.flush();
+                    let state = state(&control, rule, now, rate, failed);
+                    bar.set_prefix(state.phase);
+                    bar.set_position((state.fraction * STEPS as f64).round() as u64);
+                    bar.set_message(state.message);
                 }
-                let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
+                bar.finish_and_clear();
             })
             .ok();
         Progress { stop, thread }
@@ -63,13 +75,17 @@ impl Progress {
     }
 }
 
-fn bar(fraction: f64) -> String {
-    let filled = ((fraction.clamp(0.0, 1.0)) * BAR_WIDTH as f64).round() as usize;
-    format!("[{}{}]", "#".repeat(filled), " ".repeat(BAR_WIDTH - filled))
+/// What the line shows at one moment.
+#[derive(Debug, PartialEq)]
+struct State {
+    phase: &'static str,
+    /// How far the current phase is, 0 to 1.
+    fraction: f64,
+    /// Time since the start, live req/s and errors.
+    message: String,
 }
 
-/// One progress line for the given moment.
-fn render(control: &Control, rule: StopRule, now: Instant, rate: f64, failed: u64) -> String {
+fn state(control: &Control, rule: StopRule, now: Instant, rate: f64, failed: u64) -> State {
     let warming = now < control.measure_start;
     let phase = match control.measure_end {
         _ if warming => "warm-up",
@@ -100,11 +116,14 @@ fn render(control: &Control, rule: StopRule, now: Instant, rate: f64, failed: u6
             _ => 0.0,
         }
     };
-    format!(
-        "{phase:>9} {} {:>5.1}s  {rate:>9.0} req/s  {failed} errors",
-        bar(fraction),
-        (now - control.start).as_secs_f64()
-    )
+    State {
+        phase,
+        fraction: fraction.clamp(0.0, 1.0),
+        message: format!(
+            "{:>5.1}s  {rate:>9.0} req/s  {failed} errors",
+            (now - control.start).as_secs_f64()
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -125,19 +144,13 @@ mod tests {
             sequence: AtomicU64::new(1),
         };
         let rule = StopRule::After(Duration::from_secs(10));
-        let warm = render(&control, rule, start + Duration::from_secs(1), 1234.0, 0);
-        assert!(
-            warm.contains("warm-up") && warm.contains("1234 req/s"),
-            "{warm}"
-        );
-        let half = render(&control, rule, start + Duration::from_secs(7), 10.0, 3);
-        assert!(
-            half.contains("measuring")
-                && half.contains(&format!("[{}{}]", "#".repeat(15), " ".repeat(15))),
-            "{half}"
-        );
-        assert!(half.contains("3 errors"), "{half}");
-        let late = render(&control, rule, start + Duration::from_secs(13), 0.0, 0);
-        assert!(late.contains("finishing"), "{late}");
+        let warm = state(&control, rule, start + Duration::from_secs(1), 1234.0, 0);
+        assert_eq!((warm.phase, warm.fraction), ("warm-up", 0.5));
+        assert!(warm.message.contains("1234 req/s"), "{warm:?}");
+        let half = state(&control, rule, start + Duration::from_secs(7), 10.0, 3);
+        assert_eq!((half.phase, half.fraction), ("measuring", 0.5));
+        assert!(half.message.contains("3 errors"), "{half:?}");
+        let late = state(&control, rule, start + Duration::from_secs(13), 0.0, 0);
+        assert_eq!((late.phase, late.fraction), ("finishing", 1.0));
     }
 }

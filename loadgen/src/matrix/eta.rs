@@ -1,5 +1,6 @@
 //! How far a run has come, and about how long it has left: the tail of the line the
-//! runner prints after each window (`[3/12, about 1m 40s left]`).
+//! runner prints after each window (`[3/12, about 1m 40s left]`), and the overall
+//! bar's message ([`super::progress`]).
 //!
 //! The time left is the mean time per window so far (processes started, checked,
 //! warmed up, measured and stopped) times the windows still to run. The first window
@@ -28,6 +29,21 @@ impl Eta {
     pub fn window_done(&mut self) -> String {
         self.done += 1;
         describe(self.done, self.total, self.started.elapsed())
+    }
+
+    /// `about 1m 48s left`, or what is known before the first window ends.
+    pub fn left(&self) -> String {
+        match self.done {
+            0 => "the time left is known after the first window".into(),
+            d if d >= self.total => "done".into(),
+            d => {
+                let per_window = self.started.elapsed().as_secs_f64() / d as f64;
+                format!(
+                    "about {} left",
+                    minutes(per_window * (self.total - d) as f64)
+                )
+            }
+        }
     }
 }
 

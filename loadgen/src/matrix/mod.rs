@@ -43,6 +43,7 @@ pub mod measure;
 pub mod network;
 pub mod order;
 pub mod profile;
+pub mod progress;
 pub mod query;
 pub mod reaper;
 pub mod record;
@@ -357,6 +358,8 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
     );
 
     let profiler = choose_profiler(&experiment)?;
+    let mut progress =
+        progress::RunProgress::start(experiment.configs.len() * settings.rounds as usize);
     let ctx = RunContext {
         runtime: &runtime,
         experiment: &experiment,
@@ -365,15 +368,16 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
         redis_binary: redis_binary.as_deref(),
         profiler: profiler.clone(),
         out: &out,
+        progress_bars: progress.bars(),
     };
     let mut measurements = Vec::new();
     let mut stacks: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     let mut notes: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut stopped: Option<String> = None;
-    let mut eta = eta::Eta::start(experiment.configs.len() * settings.rounds as usize);
     'rounds: for round in 1..=settings.rounds {
         for index in order::of_round(experiment.configs.len(), round) {
             let config = &experiment.configs[index];
+            progress.window_started(round, settings.rounds, &config.name);
             let output = run_configuration(&ctx, config, round).map_err(|e| {
                 e.context(format!(
                     "aborting the run (files so far in {})",
@@ -387,8 +391,8 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
                     w.stale_reads, w.reads_checked, w.wrong_answers
                 )
             });
-            eprintln!(
-                "  round {round}/{} {:<12} {:>9.0} req/s  p50 {}  p99 {}  errors {}{freshness}{}  {}",
+            progress.window_done(&format!(
+                "  round {round}/{} {:<12} {:>9.0} req/s  p50 {}  p99 {}  errors {}{freshness}{}",
                 settings.rounds,
                 config.name,
                 m.requests_per_sec,
@@ -399,8 +403,7 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
                     .as_deref()
                     .map(|n| format!("  [{n}]"))
                     .unwrap_or_default(),
-                eta.window_done()
-            );
+            ));
             write_json(
                 &out.join("runs")
                     .join(format!("r{round}-{}.json", config.name)),
@@ -428,6 +431,7 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
             }
         }
     }
+    progress.finish();
     drop(runtime);
 
     let baseline_of = |name: &str| {

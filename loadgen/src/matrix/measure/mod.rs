@@ -56,6 +56,9 @@ pub struct RunContext<'a> {
     pub redis_binary: Option<&'a Path>,
     pub profiler: Profiler,
     pub out: &'a Path,
+    /// The run's progress bars, which each window's live line joins (none when stderr
+    /// is not a terminal).
+    pub progress_bars: Option<indicatif::MultiProgress>,
 }
 
 /// What one configuration's run in one round produced.

@@ -83,6 +83,7 @@ fn bench_plan(
         timeout: config.load.timeout,
         rate: config.load.rate,
         progress: true,
+        progress_bars: ctx.progress_bars.clone(),
         workload: config.workload.clone(),
     })
 }
