@@ -5,11 +5,10 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Command;
 
 #[allow(dead_code)]
 mod support;
-use support::{loadgen, require_services, scratch};
+use support::{matrix, require_services, scratch};
 
 #[test]
 fn a_configuration_runs_the_build_it_names_with_intervals_against_the_baseline() {
@@ -53,24 +52,12 @@ build = {{ binary = "{}" }}
     )
     .unwrap();
     let run = dir.join("run");
-    let output = Command::new(loadgen())
-        .args([
-            "matrix",
-            "--rounds",
-            "2",
-            "--duration",
-            "1s",
-            "--warmup",
-            "200ms",
-        ])
-        .arg("--config")
-        .arg(&config)
-        .arg("--out")
-        .arg(&run)
-        .arg("--bin-dir")
-        .arg(&bin_dir)
-        .output()
-        .unwrap();
+    let output = matrix(
+        &["--rounds", "2", "--duration", "1s", "--warmup", "200ms"],
+        &config,
+        &run,
+        &bin_dir,
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     // The wrapper started once per round, for "b" only.
@@ -114,15 +101,7 @@ build = {{ binary = "{}" }}
             .replace(&wrapper.display().to_string(), "/nonexistent/gateway"),
     )
     .unwrap();
-    let output = Command::new(loadgen())
-        .args(["matrix", "--quick", "--config"])
-        .arg(&bad)
-        .arg("--out")
-        .arg(dir.join("bad-run"))
-        .arg("--bin-dir")
-        .arg(&bin_dir)
-        .output()
-        .unwrap();
+    let output = matrix(&["--quick"], &bad, &dir.join("bad-run"), &bin_dir);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
     assert!(

@@ -249,41 +249,7 @@ pub fn write_page(a_path: &Path, b_path: &Path, out: &Path, noise: f64) -> anyho
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::summary::fixtures::measurement;
-
-    /// A run whose configurations have these req/s in rounds 1, 2, …; p99 is
-    /// 100 000 / req/s, and the gateway's CPU per request 1 000 000 / req/s µs.
-    fn run(id: &str, configs: &[(&str, &[f64])]) -> Summary {
-        let mut ms = Vec::new();
-        for (name, rounds) in configs {
-            for (i, rps) in rounds.iter().enumerate() {
-                let mut m = measurement(i as u32 + 1, name, *rps, 100_000.0 / rps);
-                m.cpu = vec![crate::matrix::sampling::ProcessCpu {
-                    name: "gateway".into(),
-                    cpu_seconds: Some(10.0),
-                    cores: Some(1.0),
-                    us_per_request: Some(1_000_000.0 / rps),
-                }];
-                ms.push(m);
-            }
-        }
-        crate::matrix::aggregation::set_ratios(&mut ms, &|_| configs[0].0.to_string());
-        let mut s = crate::matrix::summary::fixtures::summary("seed", configs[0].0, Vec::new());
-        s.run_id = id.into();
-        s.rounds = configs.iter().map(|c| c.1.len() as u32).max().unwrap_or(0);
-        for (name, _) in configs {
-            let own: Vec<Measurement> = ms.iter().filter(|m| m.config == *name).cloned().collect();
-            s.configs.push(ConfigSummary::from_rounds(
-                name,
-                None,
-                Default::default(),
-                serde_json::json!({}),
-                own,
-            ));
-        }
-        s.derive_intervals();
-        s
-    }
+    use crate::matrix::summary::fixtures::run_of as run;
 
     fn row<'a>(table: &'a str, config: &str, figure: &str) -> &'a str {
         table

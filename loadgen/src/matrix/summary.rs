@@ -491,6 +491,42 @@ pub(crate) mod fixtures {
         s
     }
 
+    /// A run whose configurations have these req/s in rounds 1, 2, …, with p99
+    /// 100 000 / req/s ms and the gateway's CPU 1 000 000 / req/s µs per request;
+    /// ratios and intervals against the first configuration.
+    pub(crate) fn run_of(run_id: &str, configs: &[(&str, &[f64])]) -> Summary {
+        let mut ms = Vec::new();
+        for (name, rounds) in configs {
+            for (i, rps) in rounds.iter().enumerate() {
+                let mut m = measurement(i as u32 + 1, name, *rps, 100_000.0 / rps);
+                m.cpu = vec![ProcessCpu {
+                    name: "gateway".into(),
+                    cpu_seconds: Some(10.0),
+                    cores: Some(1.0),
+                    us_per_request: Some(1_000_000.0 / rps),
+                }];
+                ms.push(m);
+            }
+        }
+        let baseline = configs[0].0;
+        crate::matrix::aggregation::set_ratios(&mut ms, &|_| baseline.to_string());
+        let mut s = summary("seed", baseline, Vec::new());
+        s.run_id = run_id.into();
+        s.rounds = configs.iter().map(|c| c.1.len() as u32).max().unwrap_or(0);
+        for (name, _) in configs {
+            let own = ms.iter().filter(|m| m.config == *name).cloned().collect();
+            s.configs.push(ConfigSummary::from_rounds(
+                name,
+                None,
+                Default::default(),
+                serde_json::json!({}),
+                own,
+            ));
+        }
+        s.derive_intervals();
+        s
+    }
+
     pub(crate) fn measurement(round: u32, config: &str, rps: f64, p99: f64) -> Measurement {
         Measurement {
             round,

@@ -29,12 +29,12 @@ pub fn require_binaries(names: &[&str]) -> PathBuf {
     dir
 }
 
-/// `loadgen matrix --quick` with `times` (`--duration`, `--warmup`) on `config`, into
-/// `run`; fails the test, with loadgen's stderr, when the run fails.
-pub fn quick_matrix(config: &Path, run: &Path, bin_dir: &Path, times: &[&str]) -> Output {
-    let output = Command::new(loadgen())
-        .args(["matrix", "--quick"])
-        .args(times)
+/// `loadgen matrix` with `flags` on `config`, into `run`, with the services of
+/// `bin_dir`; whatever the outcome.
+pub fn matrix(flags: &[&str], config: &Path, run: &Path, bin_dir: &Path) -> Output {
+    Command::new(loadgen())
+        .arg("matrix")
+        .args(flags)
         .arg("--config")
         .arg(config)
         .arg("--out")
@@ -42,7 +42,16 @@ pub fn quick_matrix(config: &Path, run: &Path, bin_dir: &Path, times: &[&str]) -
         .arg("--bin-dir")
         .arg(bin_dir)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// `loadgen matrix --quick` with `times` (`--duration`, `--warmup`) on `config`, into
+/// `run`; fails the test, with loadgen's stderr, when the run fails.
+pub fn quick_matrix(config: &Path, run: &Path, bin_dir: &Path, times: &[&str]) -> Output {
+    let flags: Vec<&str> = std::iter::once("--quick")
+        .chain(times.iter().copied())
+        .collect();
+    let output = matrix(&flags, config, run, bin_dir);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "matrix failed:\n{stderr}");
     output

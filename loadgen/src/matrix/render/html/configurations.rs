@@ -153,46 +153,21 @@ fn row(run: &RunFiles, c: &ConfigSummary) -> Vec<Markup> {
 
 #[cfg(test)]
 mod tests {
-    use crate::matrix::aggregation::set_ratios;
     use crate::matrix::render::html::run::RunFiles;
-    use crate::matrix::sampling::ProcessCpu;
-    use crate::matrix::summary::fixtures::{measurement, summary};
-    use crate::matrix::summary::ConfigSummary;
+    use crate::matrix::summary::fixtures::run_of;
 
     #[test]
     fn ratios_carry_their_intervals_and_the_differential_flamegraph_is_linked() {
-        let mut ms = Vec::new();
-        for (round, (base, fast)) in [(1000.0, 4000.0), (1100.0, 4500.0), (900.0, 3500.0)]
-            .into_iter()
-            .enumerate()
-        {
-            for (name, rps) in [("no-cache", base), ("ttl-0", fast)] {
-                let mut m = measurement(round as u32 + 1, name, rps, 40.0);
-                m.cpu = vec![ProcessCpu {
-                    name: "gateway".into(),
-                    cpu_seconds: Some(10.0),
-                    cores: Some(1.0),
-                    us_per_request: Some(1_000_000.0 / rps),
-                }];
-                ms.push(m);
-            }
+        let mut s = run_of(
+            "r",
+            &[
+                ("no-cache", &[1000.0, 1100.0, 900.0]),
+                ("ttl-0", &[4000.0, 4500.0, 3500.0]),
+            ],
+        );
+        for c in &mut s.configs {
+            c.flamegraph = Some(format!("flame-{}.svg", c.name));
         }
-        set_ratios(&mut ms, &|_| "no-cache".to_string());
-        let mut s = summary("seed", "no-cache", Vec::new());
-        s.rounds = 3;
-        for name in ["no-cache", "ttl-0"] {
-            let own = ms.iter().filter(|m| m.config == name).cloned().collect();
-            let mut c = ConfigSummary::from_rounds(
-                name,
-                None,
-                Default::default(),
-                serde_json::json!({}),
-                own,
-            );
-            c.flamegraph = Some(format!("flame-{name}.svg"));
-            s.configs.push(c);
-        }
-        s.derive_intervals();
         s.configs[1].flamegraph_diff = Some("flame-diff-ttl-0.svg".into());
         let run = RunFiles {
             summary: s,
