@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use serde::{Deserialize, Serialize};
 
+use super::experiment::ConfigSpec;
+use super::manifest::{self, BinaryInfo};
 use super::reaper::TrackedChild;
 
 /// The longest one revision's build may take before the run gives up on it.
@@ -338,6 +340,32 @@ pub fn prepare(
         }
     }
     Ok(resolved)
+}
+
+/// Every configuration's own build (`build = {...}`), found or built before anything
+/// starts; each such configuration then runs its build's binary.
+pub fn resolve(configs: &mut [ConfigSpec]) -> anyhow::Result<Vec<ResolvedBuild>> {
+    let wanted: Vec<(String, GatewayBuild)> = configs
+        .iter()
+        .filter_map(|c| Some((c.name.clone(), c.build.clone()?)))
+        .collect();
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let resolved = prepare(&wanted, &repository_root()?)?;
+    for b in &resolved {
+        if let Some(c) = configs.iter_mut().find(|c| c.name == b.config) {
+            c.gateway_binary = Some(b.binary.clone());
+        }
+    }
+    Ok(resolved)
+}
+
+impl ResolvedBuild {
+    /// The manifest's record of its binary, named `gateway (CONFIG)`.
+    pub fn binary_info(&self) -> BinaryInfo {
+        manifest::binary_info(&format!("gateway ({})", self.config), &self.binary)
+    }
 }
 
 /// The lab's repository: the git work tree loadgen runs in.

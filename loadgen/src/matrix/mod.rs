@@ -148,48 +148,6 @@ pub fn rerender(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Each configuration's flamegraph against its baseline's, per request
-/// (`flame-diff-NAME.svg`), where both were profiled.
-fn write_differentials(
-    out: &Path,
-    configs: &mut [summary::ConfigSummary],
-    stacks: &BTreeMap<String, BTreeMap<String, u64>>,
-    baseline_of: &dyn Fn(&str) -> String,
-    run_id: &str,
-) -> anyhow::Result<()> {
-    let requests = |name: &str| -> f64 {
-        configs
-            .iter()
-            .find(|c| c.name == name)
-            .map_or(0.0, |c| c.rounds.iter().map(|m| m.requests as f64).sum())
-    };
-    let mut files = Vec::new();
-    for c in configs.iter() {
-        let base = baseline_of(&c.name);
-        let (Some(after), Some(before)) = (stacks.get(&c.name), stacks.get(&base)) else {
-            continue;
-        };
-        if base == c.name || after.is_empty() || before.is_empty() {
-            continue;
-        }
-        let file = format!("flame-diff-{}.svg", c.name);
-        profile::differential::render_svg(
-            &profile::differential::per_request(before, requests(&base), requests(&c.name)),
-            after,
-            &format!("gateway — {} against {base}, per request", c.name),
-            &format!("red: more CPU per request than {base}, blue: less; run {run_id}"),
-            &out.join(&file),
-        )?;
-        files.push((c.name.clone(), file));
-    }
-    for (name, file) in files {
-        if let Some(c) = configs.iter_mut().find(|c| c.name == name) {
-            c.flamegraph_diff = Some(file);
-        }
-    }
-    Ok(())
-}
-
 /// A fresh run directory under `results/`, named by the UTC time.
 fn default_out_dir(run_id: &str) -> PathBuf {
     let base = Path::new("results");
@@ -256,22 +214,7 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
         ),
     };
     let binaries = Binaries::locate(args.bin_dir.as_deref())?;
-    // Each configuration's own gateway build, found or built before anything starts.
-    let wanted: Vec<(String, builds::GatewayBuild)> = experiment
-        .configs
-        .iter()
-        .filter_map(|c| Some((c.name.clone(), c.build.clone()?)))
-        .collect();
-    let resolved_builds = if wanted.is_empty() {
-        Vec::new()
-    } else {
-        builds::prepare(&wanted, &builds::repository_root()?)?
-    };
-    for b in &resolved_builds {
-        if let Some(c) = experiment.configs.iter_mut().find(|c| c.name == b.config) {
-            c.gateway_binary = Some(b.binary.clone());
-        }
-    }
+    let resolved_builds = builds::resolve(&mut experiment.configs)?;
     // Every subgraph binary the run starts, found before anything starts.
     let mut started_binaries = Vec::new();
     for (_, started) in experiment.graph.started() {
@@ -305,47 +248,48 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
             .with_context(|| format!("creating {}", out.join(sub).display()))?;
     }
     reaper::watch(&out);
-    let manifest =
-        Manifest {
-            schema: manifest::SCHEMA.into(),
-            run_id: run_id.clone(),
-            timestamp,
-            git: manifest::git_state(Path::new(".")),
-            rustc: env!("LOADGEN_RUSTC_VERSION").into(),
-            loadgen_version: env!("CARGO_PKG_VERSION").into(),
-            cpu_model: manifest::cpu_model(),
-            cores: proc_usage::available_cores(),
-            kernel: manifest::kernel(),
-            experiment_file: args.config.clone(),
-            experiment: experiment_text,
-            arguments: std::env::args().collect(),
-            settings: serde_json::to_value(settings)?,
-            round_order: order::by_name(
-                &experiment
-                    .configs
+    let manifest = Manifest {
+        schema: manifest::SCHEMA.into(),
+        run_id: run_id.clone(),
+        timestamp,
+        git: manifest::git_state(Path::new(".")),
+        rustc: env!("LOADGEN_RUSTC_VERSION").into(),
+        loadgen_version: env!("CARGO_PKG_VERSION").into(),
+        cpu_model: manifest::cpu_model(),
+        cores: proc_usage::available_cores(),
+        kernel: manifest::kernel(),
+        experiment_file: args.config.clone(),
+        experiment: experiment_text,
+        arguments: std::env::args().collect(),
+        settings: serde_json::to_value(settings)?,
+        round_order: order::by_name(
+            &experiment
+                .configs
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>(),
+            settings.rounds,
+        ),
+        binaries: std::iter::once(manifest::binary_info(GATEWAY, &binaries.gateway))
+            .chain(
+                started_binaries
                     .iter()
-                    .map(|c| c.name.as_str())
-                    .collect::<Vec<_>>(),
-                settings.rounds,
-            ),
-            binaries: std::iter::once(manifest::binary_info(GATEWAY, &binaries.gateway))
-                .chain(
-                    started_binaries
-                        .iter()
-                        .map(|(name, path)| manifest::binary_info(name, path)),
-                )
-                .chain(resolved_builds.iter().map(|b| {
-                    manifest::binary_info(&format!("{GATEWAY} ({})", b.config), &b.binary)
-                }))
-                .chain([manifest::binary_info("loadgen", &std::env::current_exe()?)])
-                .chain(
-                    redis_binary
-                        .as_deref()
-                        .map(|p| manifest::binary_info(redis_server::REDIS_SERVER, p)),
-                )
-                .collect(),
-            builds: resolved_builds,
-        };
+                    .map(|(name, path)| manifest::binary_info(name, path)),
+            )
+            .chain(
+                resolved_builds
+                    .iter()
+                    .map(builds::ResolvedBuild::binary_info),
+            )
+            .chain([manifest::binary_info("loadgen", &std::env::current_exe()?)])
+            .chain(
+                redis_binary
+                    .as_deref()
+                    .map(|p| manifest::binary_info(redis_server::REDIS_SERVER, p)),
+            )
+            .collect(),
+        builds: resolved_builds,
+    };
     write_json(&out.join("manifest.json"), &manifest)?;
     eprintln!(
         "loadgen matrix: {} ({} configurations × {} round(s), {:.0} s + {:.0} s warm-up each) → {}",
@@ -517,7 +461,7 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
         }
         configs.push(c);
     }
-    write_differentials(&out, &mut configs, &stacks, &baseline_of, &run_id)?;
+    profile::differential::write_all(&out, &mut configs, &stacks, &baseline_of, &run_id)?;
     let mut summary = Summary {
         schema: summary::SCHEMA.into(),
         run_id: run_id.clone(),

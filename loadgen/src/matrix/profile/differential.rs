@@ -12,6 +12,8 @@ use std::path::Path;
 
 use anyhow::Context;
 
+use crate::matrix::summary::ConfigSummary;
+
 /// `before` scaled from `before_requests` to `after_requests` requests.
 pub fn per_request(
     before: &BTreeMap<String, u64>,
@@ -54,6 +56,48 @@ pub fn render_svg(
     let file = std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
     inferno::flamegraph::from_reader(&mut options, &diff[..], std::io::BufWriter::new(file))
         .with_context(|| format!("rendering {}", out.display()))?;
+    Ok(())
+}
+
+/// Each configuration's flamegraph against its baseline's, per request
+/// (`flame-diff-NAME.svg`), where both were profiled.
+pub fn write_all(
+    out: &Path,
+    configs: &mut [ConfigSummary],
+    stacks: &BTreeMap<String, BTreeMap<String, u64>>,
+    baseline_of: &dyn Fn(&str) -> String,
+    run_id: &str,
+) -> anyhow::Result<()> {
+    let requests = |name: &str| -> f64 {
+        configs
+            .iter()
+            .find(|c| c.name == name)
+            .map_or(0.0, |c| c.rounds.iter().map(|m| m.requests as f64).sum())
+    };
+    let mut files = Vec::new();
+    for c in configs.iter() {
+        let base = baseline_of(&c.name);
+        let (Some(after), Some(before)) = (stacks.get(&c.name), stacks.get(&base)) else {
+            continue;
+        };
+        if base == c.name || after.is_empty() || before.is_empty() {
+            continue;
+        }
+        let file = format!("flame-diff-{}.svg", c.name);
+        render_svg(
+            &per_request(before, requests(&base), requests(&c.name)),
+            after,
+            &format!("gateway — {} against {base}, per request", c.name),
+            &format!("red: more CPU per request than {base}, blue: less; run {run_id}"),
+            &out.join(&file),
+        )?;
+        files.push((c.name.clone(), file));
+    }
+    for (name, file) in files {
+        if let Some(c) = configs.iter_mut().find(|c| c.name == name) {
+            c.flamegraph_diff = Some(file);
+        }
+    }
     Ok(())
 }
 
