@@ -215,7 +215,7 @@ pub struct MatrixArgs {
     /// A short run for CI: one round, a few seconds per configuration.
     #[arg(long)]
     pub quick: bool,
-    /// Rounds; every round runs every configuration once, interleaved [default: 3, 1 with --quick].
+    /// Rounds; every round runs every configuration once, interleaved [default: 5, 1 with --quick; chosen by the A/A calibration, docs/matrix.md].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rounds: Option<u32>,
     /// Measured window per configuration and round [default: 10s, 3s with --quick].
