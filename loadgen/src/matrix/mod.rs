@@ -540,7 +540,7 @@ mod tests {
         let s = RunSettings::resolve(&matrix_args(&[]), &plain);
         assert_eq!(
             (s.rounds, s.duration_s, s.warmup_s, s.quick),
-            (3, 10.0, 2.0, false)
+            (5, 10.0, 2.0, false)
         );
         let q = RunSettings::resolve(&matrix_args(&["--quick"]), &plain);
         assert_eq!(
