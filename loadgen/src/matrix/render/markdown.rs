@@ -82,6 +82,8 @@ impl Summary {
                 .and_then(|a| a.requests_per_sec.as_ref());
             let mut ratio = match (interval, c.ratio) {
                 (Some(i), _) => i.text(2),
+                // The baseline against itself: 1 in every round.
+                (None, Some(s)) if s.min == 1.0 && s.max == 1.0 => "1.00x".into(),
                 (None, Some(s)) if self.rounds > 1 => {
                     format!("{:.2}x ({:.2}–{:.2})", s.median, s.min, s.max)
                 }
