@@ -187,16 +187,14 @@ fn profile_dir(profile: &str) -> &str {
 }
 
 /// Build the gateway of `commit` into `cache`, returning its binary.
-fn build(root: &Path, cache: &Path, commit: &str, build: &GatewayBuild) -> anyhow::Result<PathBuf> {
-    let GatewayBuild::Revision {
-        profile,
-        features,
-        default_features,
-        ..
-    } = build
-    else {
-        unreachable!("only revisions are built");
-    };
+fn build(
+    root: &Path,
+    cache: &Path,
+    commit: &str,
+    profile: &str,
+    features: &[String],
+    default_features: bool,
+) -> anyhow::Result<PathBuf> {
     let target = cache.join("target");
     let seed = root.join("target").join(profile_dir(profile));
     if !target.exists() && seed.is_dir() {
@@ -252,7 +250,7 @@ fn build(root: &Path, cache: &Path, commit: &str, build: &GatewayBuild) -> anyho
     }
     eprintln!(
         "loadgen matrix: building the gateway of {commit} ({profile}{}{}); at most {} min",
-        if *default_features {
+        if default_features {
             ""
         } else {
             ", no default features"
@@ -317,7 +315,7 @@ pub fn prepare(
                     .join("gateway");
                 let built_now = !keep.is_file();
                 if built_now {
-                    let binary = build(root, &cache, &commit, b)
+                    let binary = build(root, &cache, &commit, profile, features, *default_features)
                         .with_context(|| format!("{at}.revision = {revision:?}"))?;
                     std::fs::create_dir_all(keep.parent().unwrap_or(&cache))?;
                     let partial = keep.with_extension("partial");
