@@ -10,4 +10,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo >/dev/null || { echo "run-matrix.sh: cargo is missing (install Rust with rustup)" >&2; exit 1; }
 cargo build --release --locked -p gateway -p user-service -p post-service -p commerce-graph -p loadgen
-exec target/release/loadgen matrix "$@"
+# --install-peers: a peer gateway (peer = "NAME") is installed from its committed lock on first use.
+exec target/release/loadgen matrix --install-peers "$@"

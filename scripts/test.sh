@@ -23,6 +23,10 @@ need_apt cc gcc
 need_apt redis-server redis-server
 # loadgen/tests/report_browser.rs opens the run pages in headless Chromium (Debian's).
 need_apt chromium chromium
+# loadgen/tests/matrix_peers.rs runs the Mercurius peer gateway (peers/mercurius: Node, and
+# npm ci of its committed lock from the npm registry).
+need_apt node nodejs
+need_apt npm npm
 
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 if [ "${CI:-}" = true ]; then

@@ -33,6 +33,9 @@ pub enum Command {
     /// Read an A/A run (experiments/a-a.toml) and report how often the intervals and
     /// `compare`'s verdicts call a difference where none exists, and how wide they are.
     Calibrate(CalibrateArgs),
+    /// List the field's gateways the matrix can run in place of the lab's (`peer = "NAME"`),
+    /// or install them (`loadgen peers install [NAME…]`).
+    Peers(PeersArgs),
     /// Write a run's summary.md, charts and page again from its summary.json and manifest.json.
     Render(RenderArgs),
     /// Write run pages (RUN/index.html) and the results index (index.html beside the runs)
@@ -227,6 +230,10 @@ pub struct MatrixArgs {
     /// Where the gateway, user-service and post-service binaries are [default: next to loadgen].
     #[arg(long)]
     pub bin_dir: Option<PathBuf>,
+    /// Install the peers the experiment runs (`peer = "NAME"`) that are not installed
+    /// yet, instead of refusing them (`scripts/run-matrix.sh` passes it).
+    #[arg(long)]
+    pub install_peers: bool,
     /// Run only these configurations of the file (comma-separated names).
     #[arg(long, value_delimiter = ',', conflicts_with = "skip")]
     pub only: Vec<String>,
@@ -295,6 +302,23 @@ fn noise_percent(text: &str) -> Result<f64, String> {
             "--noise {text}: a percentage from 0 to under 100, e.g. 2"
         )),
     }
+}
+
+/// `loadgen peers`.
+#[derive(Debug, Clone, Args)]
+pub struct PeersArgs {
+    #[command(subcommand)]
+    pub action: Option<PeersAction>,
+}
+
+/// What `loadgen peers` does besides listing.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum PeersAction {
+    /// Install peers (all when none is named): `npm ci` of each one's committed lock.
+    Install {
+        /// Peers to install, by name.
+        names: Vec<String>,
+    },
 }
 
 /// `loadgen calibrate`.

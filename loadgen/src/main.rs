@@ -17,6 +17,12 @@ fn main() -> ExitCode {
         Command::Calibrate(args) => {
             loadgen::matrix::calibration::run(&args.run, loadgen::cli::noise_share(args.noise))
         }
+        Command::Peers(args) => match &args.action {
+            None => loadgen::matrix::peers::listing::print(),
+            Some(loadgen::cli::PeersAction::Install { names }) => {
+                loadgen::matrix::peers::listing::install_named(names)
+            }
+        },
         Command::Render(args) => loadgen::matrix::rerender(&args.dir),
         Command::Report(args) => loadgen::matrix::report::run(&args),
         Command::Netproxy(args) => loadgen::netproxy::run(&args),

@@ -62,6 +62,51 @@ pub fn process_cpu_time(pid: u32) -> Option<Duration> {
     parse_stat_cpu(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
+/// From the text of a `/proc/<pid>/stat` file: the parent's PID, and the CPU time of
+/// the process and of its children that ended and were waited for (utime + stime +
+/// cutime + cstime).
+pub fn parse_stat_parent_and_cpu(stat: &str) -> Option<(u32, Duration)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let number = |i: usize| fields.get(i)?.parse::<u64>().ok();
+    // After ')': state, ppid, …, utime (12th), stime, cutime, cstime.
+    let ppid = u32::try_from(number(1)?).ok()?;
+    let ticks = number(11)? + number(12)? + number(13)? + number(14)?;
+    Some((ppid, ticks_to_duration(ticks)))
+}
+
+/// CPU time of a process and of every process below it (a Node gateway's forked
+/// workers, say): the live ones' clocks and the ended ones' that were waited for.
+pub fn tree_cpu_time(pid: u32) -> Option<Duration> {
+    let (_, own) =
+        parse_stat_parent_and_cpu(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)?;
+    let mut all: Vec<(u32, u32, Duration)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(p) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if let Some((ppid, cpu)) = std::fs::read_to_string(format!("/proc/{p}/stat"))
+            .ok()
+            .and_then(|s| parse_stat_parent_and_cpu(&s))
+        {
+            all.push((p, ppid, cpu));
+        }
+    }
+    let mut total = own;
+    let mut parents = vec![pid];
+    while let Some(parent) = parents.pop() {
+        for (child, _, cpu) in all.iter().filter(|(_, ppid, _)| *ppid == parent) {
+            total += *cpu;
+            parents.push(*child);
+        }
+    }
+    Some(total)
+}
+
 /// A `Key:   N kB` line of `/proc/<pid>/status`, in bytes.
 fn parse_status_kib(status: &str, key: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with(key))?;
@@ -197,6 +242,39 @@ pub fn available_cores() -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_tree_counts_the_children_too() {
+        use super::*;
+        let stat = "42 (node (x)) S 7 42 42 0 -1 4194304 1 0 0 0 100 50 30 20 20 0 1 0";
+        let (ppid, cpu) = parse_stat_parent_and_cpu(stat).unwrap();
+        let tick = ticks_to_duration(1);
+        assert_eq!((ppid, cpu), (7, tick * 200));
+        // A child that spends CPU, then sleeps: the tree holds at least both clocks.
+        let mut child = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; sleep 5",
+            ])
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let mut child_cpu = Duration::ZERO;
+        while child_cpu < tick * 5 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            child_cpu = process_cpu_time(child.id()).unwrap_or_default();
+        }
+        let own = process_cpu_time(std::process::id()).unwrap();
+        let child_cpu = process_cpu_time(child.id()).unwrap();
+        let tree = tree_cpu_time(std::process::id()).unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(child_cpu >= tick * 5, "the child spent {child_cpu:?}");
+        assert!(
+            tree >= own + child_cpu,
+            "tree {tree:?} < own {own:?} + child {child_cpu:?}"
+        );
+    }
+
     use super::*;
 
     #[test]

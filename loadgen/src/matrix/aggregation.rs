@@ -211,6 +211,7 @@ impl ConfigSummary {
         ConfigSummary {
             name: name.to_string(),
             description,
+            peer: None,
             gateway_args,
             user_service_args,
             post_service_args,

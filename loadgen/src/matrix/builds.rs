@@ -20,7 +20,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 use serde::{Deserialize, Serialize};
@@ -141,29 +141,6 @@ fn git(root: &Path, args: &[&str]) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-/// Run `command` to its end within `deadline`, as a tracked child (it dies with the
-/// runner); its output goes to the runner's stderr.
-fn run_bounded(name: &str, command: &mut Command, deadline: Duration) -> anyhow::Result<()> {
-    let child = TrackedChild::spawn(name, command).with_context(|| format!("starting {name}"))?;
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait()? {
-            if status.success() {
-                return Ok(());
-            }
-            bail!("{name} failed ({status})");
-        }
-        if start.elapsed() > deadline {
-            child.kill();
-            bail!(
-                "{name} took longer than {} s and was stopped",
-                deadline.as_secs()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
 /// The cache folder name of a revision's build.
 fn build_name(commit: &str, profile: &str, features: &[String], default_features: bool) -> String {
     let mut name = format!("{}-{profile}", &commit[..12.min(commit.len())]);
@@ -204,7 +181,7 @@ fn build(
             seed.display()
         );
         std::fs::create_dir_all(&target)?;
-        run_bounded(
+        TrackedChild::run_to_end(
             "cp",
             Command::new("cp").arg("-a").arg(&seed).arg(&target),
             BUILD_DEADLINE,
@@ -217,7 +194,7 @@ fn build(
     std::fs::create_dir_all(&src)?;
     // git archive | tar -x: the commit's files, never the working tree's changes.
     let archive = cache.join(format!("src-{commit}.tar"));
-    run_bounded(
+    TrackedChild::run_to_end(
         "git archive",
         Command::new("git")
             .arg("-C")
@@ -227,7 +204,7 @@ fn build(
             .arg(commit),
         BUILD_DEADLINE,
     )?;
-    run_bounded(
+    TrackedChild::run_to_end(
         "tar",
         Command::new("tar")
             .arg("-xf")
@@ -262,7 +239,7 @@ fn build(
         },
         BUILD_DEADLINE.as_secs() / 60
     );
-    let built = run_bounded("cargo build", &mut cargo, BUILD_DEADLINE);
+    let built = TrackedChild::run_to_end("cargo build", &mut cargo, BUILD_DEADLINE);
     std::fs::remove_dir_all(&src).ok();
     built?;
     Ok(target.join(profile_dir(profile)).join("gateway"))

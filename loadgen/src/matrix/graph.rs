@@ -426,6 +426,21 @@ impl GraphSpec {
         args
     }
 
+    /// Every subgraph's name and URL in the graph's order, the started ones where they
+    /// are reached: what a peer gateway that composes the subgraphs itself is given.
+    pub fn subgraph_urls(&self, reached: &BTreeMap<String, String>) -> Vec<(String, String)> {
+        self.subgraphs
+            .iter()
+            .filter_map(|s| {
+                let url = match &s.source {
+                    Source::Started(_) => reached.get(&s.name).cloned(),
+                    Source::At { url, .. } => Some(url.clone()),
+                }?;
+                Some((s.name.clone(), url))
+            })
+            .collect()
+    }
+
     /// Ask every subgraph the runner does not start `{ __typename }`; the first that
     /// does not answer with GraphQL stops the run, naming where its URL was written.
     pub async fn check_reachable(&self) -> Result<(), String> {

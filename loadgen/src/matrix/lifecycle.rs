@@ -15,10 +15,12 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context};
 use hyper::Method;
 
+use super::answer_diff;
 use super::experiment::{ConfigSpec, REDIS_CLUSTER_PLACEHOLDER, REDIS_PLACEHOLDER};
 use super::graph::Started;
 use super::http_probe;
 use super::network;
+use super::peers::install::PreparedPeers;
 use super::query::QuerySpec;
 use super::redis_cluster::{self, RedisCluster};
 use super::redis_server;
@@ -57,6 +59,8 @@ pub struct Stack {
     pub gateways: Vec<(ServiceProcess, Duration)>,
     /// `loadgen netproxy` in front of the services `[config.network]` names.
     pub proxies: Vec<(ServiceProcess, Duration)>,
+    /// Whether the gateway is a peer's (no `/metrics`, no profile of its own).
+    pub peer: bool,
 }
 
 /// What starting a stack needs to know.
@@ -70,6 +74,8 @@ pub struct Launch<'a> {
     pub tag: String,
     /// Start the gateways with `--profiling` (the endpoint profiler).
     pub gateway_profiling: bool,
+    /// node and the peers' folders, when a configuration runs a peer gateway.
+    pub peers: Option<&'a PreparedPeers>,
 }
 
 /// The name of the `i`-th gateway instance: `gateway`, then `gateway-2`, `gateway-3`, …
@@ -212,25 +218,41 @@ impl Stack {
         let mut gateways = Vec::with_capacity(instances);
         for i in 0..instances {
             let gateway_addr = addr(next_port());
-            let mut gateway_args = vec!["--listen".to_string(), gateway_addr.to_string()];
-            gateway_args.extend(graph_args.iter().cloned());
-            // Every instance gets the same arguments; only the first is sampled.
-            if launch.gateway_profiling {
-                gateway_args.push("--profiling".to_string());
-            }
-            gateway_args.extend(gateway_extra.iter().cloned());
             let name = gateway_name(i);
-            let mut process = ServiceProcess::spawn(
-                &name,
-                config
-                    .gateway_binary
-                    .as_ref()
-                    .unwrap_or(&launch.binaries.gateway),
-                &gateway_args,
-                gateway_addr,
-                &log(&name),
-            )?;
-            let ready = rt.block_on(process.wait_healthy(HEALTH_DEADLINE))?;
+            let (program, gateway_args, health) = match &config.peer {
+                Some(peer) => {
+                    let prepared = launch.peers.ok_or_else(|| {
+                        anyhow!("{}: peer {} was not prepared", config.name, peer.peer.name)
+                    })?;
+                    let urls = config.graph.subgraph_urls(&reached);
+                    let mut args = vec![prepared.entry(peer.peer).display().to_string()];
+                    args.extend(peer.launcher_args(gateway_addr.port(), &urls));
+                    (prepared.node.clone(), args, peer.peer.health)
+                }
+                None => {
+                    let mut args = vec!["--listen".to_string(), gateway_addr.to_string()];
+                    args.extend(graph_args.iter().cloned());
+                    // Every instance gets the same arguments; only the first is sampled.
+                    if launch.gateway_profiling {
+                        args.push("--profiling".to_string());
+                    }
+                    args.extend(gateway_extra.iter().cloned());
+                    let binary = config
+                        .gateway_binary
+                        .as_ref()
+                        .unwrap_or(&launch.binaries.gateway)
+                        .clone();
+                    (binary, args, "/health")
+                }
+            };
+            let mut process =
+                ServiceProcess::spawn(&name, &program, &gateway_args, gateway_addr, &log(&name))?;
+            let ready = rt
+                .block_on(process.wait_healthy_at(health, HEALTH_DEADLINE))
+                .with_context(|| match &config.peer {
+                    Some(p) => format!("peer {} did not start", p.peer.name),
+                    None => "the gateway did not start".to_string(),
+                })?;
             gateways.push((process, ready));
         }
         Ok(Stack {
@@ -239,6 +261,7 @@ impl Stack {
             subgraphs,
             gateways,
             proxies,
+            peer: config.peer.is_some(),
         })
     }
 
@@ -281,11 +304,7 @@ impl Stack {
 
     /// Processes that serve `/metrics`: the gateways and the subgraphs that do.
     pub fn scrape_targets(&self) -> Vec<(String, SocketAddr)> {
-        let mut all: Vec<(String, SocketAddr)> = self
-            .gateways
-            .iter()
-            .map(|(g, _)| (g.name.clone(), g.addr))
-            .collect();
+        let mut all = self.metered_gateways();
         all.extend(self.metered_subgraphs());
         all
     }
@@ -299,14 +318,21 @@ impl Stack {
             }
         } else {
             UpstreamCounter {
-                services: self
-                    .gateways
-                    .iter()
-                    .map(|(g, _)| (g.name.clone(), g.addr))
-                    .collect(),
+                services: self.metered_gateways(),
                 metric: UpstreamCounter::GATEWAYS,
             }
         }
+    }
+
+    /// The gateways that serve `/metrics` (the lab's; a peer has none), by name.
+    fn metered_gateways(&self) -> Vec<(String, SocketAddr)> {
+        if self.peer {
+            return Vec::new();
+        }
+        self.gateways
+            .iter()
+            .map(|(g, _)| (g.name.clone(), g.addr))
+            .collect()
     }
 
     /// The started subgraphs that serve `/metrics`, by process name.
@@ -386,8 +412,13 @@ async fn check_query(gateway: SocketAddr, query: &QuerySpec) -> anyhow::Result<(
     .context("asking the gateway the experiment's query")?;
     let got: Option<serde_json::Value> = serde_json::from_slice(&answer.body).ok();
     if answer.status != 200 || got.as_ref() != Some(&query.expected) {
+        let first = match &got {
+            Some(got) => answer_diff::first_difference(&query.expected, got)
+                .unwrap_or_else(|| "the same JSON, a status other than 200".into()),
+            None => "not JSON".into(),
+        };
         bail!(
-            "wrong answer from the gateway (HTTP {}):\n  expected {}\n  got      {}",
+            "wrong answer from the gateway (HTTP {}), first difference: {first}\n  expected {}\n  got      {}",
             answer.status,
             query.expected,
             answer.text()

@@ -56,6 +56,9 @@ pub struct Manifest {
     /// The gateway builds configurations named (`build = {...}`), resolved.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub builds: Vec<super::builds::ResolvedBuild>,
+    /// The peer gateways configurations run (`peer = "NAME"`): node, versions, settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peers: Option<super::peers::install::PreparedPeers>,
 }
 
 /// The manifest.json of the run folder `dir`: `None` when there is none (runs made by

@@ -26,6 +26,7 @@
 //! finds during the load are counted, reported loudly, and fail the command at the end.
 
 pub mod aggregation;
+pub mod answer_diff;
 pub mod builds;
 pub mod cache_figures;
 pub mod calibration;
@@ -42,6 +43,7 @@ pub mod manifest;
 pub mod measure;
 pub mod network;
 pub mod order;
+pub mod peers;
 pub mod profile;
 pub mod progress;
 pub mod query;
@@ -215,6 +217,14 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
     };
     let binaries = Binaries::locate(args.bin_dir.as_deref())?;
     let resolved_builds = builds::resolve(&mut experiment.configs)?;
+    // Every peer gateway the run starts, installed and its versions read, before
+    // anything starts.
+    let peer_configs: Vec<(String, peers::PeerConfig)> = experiment
+        .configs
+        .iter()
+        .filter_map(|c| Some((c.name.clone(), c.peer.clone()?)))
+        .collect();
+    let prepared_peers = peers::install::prepare(&peer_configs, args.install_peers)?;
     // Every subgraph binary the run starts, found before anything starts.
     let mut started_binaries = Vec::new();
     for (_, started) in experiment.graph.started() {
@@ -289,6 +299,7 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
             )
             .collect(),
         builds: resolved_builds,
+        peers: prepared_peers.clone(),
     };
     write_json(&out.join("manifest.json"), &manifest)?;
     eprintln!(
@@ -313,6 +324,7 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
         profiler: profiler.clone(),
         out: &out,
         progress_bars: progress.bars(),
+        peers: prepared_peers.as_ref(),
     };
     let mut measurements = Vec::new();
     let mut stacks: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
@@ -410,6 +422,9 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
             rounds,
         );
         c.gateways = config.gateways as u32;
+        c.peer = prepared_peers
+            .as_ref()
+            .and_then(|p| p.configs.iter().find(|r| r.config == config.name).cloned());
         if !config.graph.lab {
             c.subgraph_args = config.subgraph_args.clone();
         }

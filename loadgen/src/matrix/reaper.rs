@@ -27,6 +27,8 @@ use std::process::{Child, Command, ExitStatus};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
+
 use crate::matrix::services::STOP_GRACE;
 
 /// The file that marks a run folder whose run was stopped before it finished.
@@ -70,6 +72,30 @@ impl TrackedChild {
             .children
             .push((name.to_string(), Arc::downgrade(&child)));
         Ok(TrackedChild { child, pid })
+    }
+
+    /// Run `command` to its end within `deadline`, as a tracked child (it dies with the
+    /// runner); its output goes where the command sends it.
+    pub fn run_to_end(name: &str, command: &mut Command, deadline: Duration) -> anyhow::Result<()> {
+        let child =
+            TrackedChild::spawn(name, command).with_context(|| format!("starting {name}"))?;
+        let start = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait()? {
+                if status.success() {
+                    return Ok(());
+                }
+                anyhow::bail!("{name} failed ({status})");
+            }
+            if start.elapsed() > deadline {
+                child.kill();
+                anyhow::bail!(
+                    "{name} took longer than {} s and was stopped",
+                    deadline.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Child> {

@@ -1,5 +1,6 @@
 //! Sampling the processes over the measured window: CPU time at both edges (from
-//! `/proc/<pid>/stat`), turned into cores and µs of CPU per client request; VmRSS
+//! `/proc/<pid>/stat`; a gateway's with its descendants', as a peer gateway may fork
+//! workers), turned into cores and µs of CPU per client request; VmRSS
 //! through warm-up and window comes from [`crate::proc_usage::sample_rss`].
 //!
 //! CPU per request is steadier than req/s on a shared machine: it does not move when
@@ -15,6 +16,8 @@ use crate::proc_usage;
 #[derive(Debug, Clone)]
 pub struct CpuWatch {
     processes: Vec<(String, u32)>,
+    /// Those counted with every process below them.
+    trees: Vec<u32>,
     start: Vec<(Instant, Option<Duration>)>,
 }
 
@@ -32,13 +35,27 @@ pub struct ProcessCpu {
 }
 
 impl CpuWatch {
-    /// Read every process's CPU clock now.
-    pub fn start(processes: Vec<(String, u32)>) -> CpuWatch {
-        let start = processes
+    /// Read every process's CPU clock now; those in `trees` with their descendants'.
+    pub fn start(processes: Vec<(String, u32)>, trees: Vec<u32>) -> CpuWatch {
+        let mut watch = CpuWatch {
+            processes,
+            trees,
+            start: Vec::new(),
+        };
+        watch.start = watch
+            .processes
             .iter()
-            .map(|(_, pid)| (Instant::now(), proc_usage::process_cpu_time(*pid)))
+            .map(|(_, pid)| (Instant::now(), watch.clock(*pid)))
             .collect();
-        CpuWatch { processes, start }
+        watch
+    }
+
+    fn clock(&self, pid: u32) -> Option<Duration> {
+        if self.trees.contains(&pid) {
+            proc_usage::tree_cpu_time(pid)
+        } else {
+            proc_usage::process_cpu_time(pid)
+        }
     }
 
     /// Read them again; `requests` client requests were answered in between.
@@ -47,7 +64,7 @@ impl CpuWatch {
             .iter()
             .zip(&self.start)
             .map(|((name, pid), (t0, c0))| {
-                let (t1, c1) = (Instant::now(), proc_usage::process_cpu_time(*pid));
+                let (t1, c1) = (Instant::now(), self.clock(*pid));
                 let wall = (t1 - *t0).as_secs_f64();
                 let cpu = match (c0, c1) {
                     (Some(a), Some(b)) => Some(b.saturating_sub(*a).as_secs_f64()),
@@ -117,7 +134,7 @@ mod tests {
             (Some(4.0), Some(0.4), Some(1000.0))
         );
         assert!(summed(&all, "post", None, 10.0).is_none());
-        let watch = CpuWatch::start(vec![("self".into(), std::process::id())]);
+        let watch = CpuWatch::start(vec![("self".into(), std::process::id())], vec![]);
         let got = watch.stop(Some(1.0));
         assert_eq!(got[0].name, "self");
         assert!(got[0].cpu_seconds.is_some());

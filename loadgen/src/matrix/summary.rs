@@ -379,6 +379,9 @@ pub struct Medians {
 pub struct ConfigSummary {
     pub name: String,
     pub description: Option<String>,
+    /// The peer gateway it ran in place of the lab's, with versions and settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<crate::matrix::peers::install::PeerRecord>,
     pub gateway_args: Vec<String>,
     pub user_service_args: Vec<String>,
     pub post_service_args: Vec<String>,

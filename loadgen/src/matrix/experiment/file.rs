@@ -139,4 +139,10 @@ pub(super) struct ConfigFile {
     /// The gateway build it runs, when not the one beside loadgen.
     #[serde(default)]
     pub(super) build: Option<BuildFile>,
+    /// A peer gateway run in place of the lab's (`loadgen peers` lists them).
+    #[serde(default)]
+    pub(super) peer: Option<String>,
+    /// The peer's cache settings, in its own terms (`cache = { ttl = 0 }`).
+    #[serde(default)]
+    pub(super) cache: Option<toml::Table>,
 }

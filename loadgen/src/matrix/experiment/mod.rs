@@ -22,6 +22,7 @@ use serde::Serialize;
 use super::builds::GatewayBuild;
 use super::graph::GraphSpec;
 use super::network::NetworkSpec;
+use super::peers::PeerConfig;
 use super::query::QuerySpec;
 use crate::workload::Workload;
 
@@ -152,6 +153,8 @@ pub struct ConfigSpec {
     pub build: Option<GatewayBuild>,
     /// That build's binary, once [`crate::matrix::builds::prepare`] resolved it.
     pub gateway_binary: Option<PathBuf>,
+    /// A peer gateway that runs in place of the lab's (`peer = "NAME"`).
+    pub peer: Option<PeerConfig>,
 }
 
 /// A validated experiment.

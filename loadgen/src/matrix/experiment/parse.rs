@@ -16,6 +16,7 @@ use super::{
 use crate::cli::{parse_duration, parse_duration_or_zero};
 use crate::matrix::graph::GraphSpec;
 use crate::matrix::network::NetworkSpec;
+use crate::matrix::peers::PeerConfig;
 use crate::matrix::query::resolve_query;
 use crate::workload::Workload;
 
@@ -318,6 +319,26 @@ impl Experiment {
                     }
                 }
             }
+            let peer = match (&c.peer, &c.cache) {
+                (None, None) => None,
+                (None, Some(_)) => {
+                    return Err(invalid(format!(
+                        "{at}: cache = {{...}} sets a peer's cache; the lab's gateway takes its flags in gateway = [...]"
+                    )))
+                }
+                (Some(name), cache) => {
+                    let refused = [
+                        (!c.gateway.is_empty(), "gateway = [...] (the lab's gateway's flags; a peer takes cache = {...})"),
+                        (c.build.is_some(), "build = {...} (a build of the lab's gateway)"),
+                        (c.redis.is_some(), "redis (the lab's gateway's shared cache)"),
+                        (c.gateways.is_some_and(|n| n != 1), "gateways (one peer instance per configuration)"),
+                    ];
+                    if let Some((_, what)) = refused.iter().find(|(set, _)| *set) {
+                        return Err(invalid(format!("{at}: peer = {name:?} cannot take {what}")));
+                    }
+                    Some(PeerConfig::check(&at, name, cache.as_ref()).map_err(invalid)?)
+                }
+            };
             let check = c.check.unwrap_or(true);
             let max_error_rate = match c.max_error_rate {
                 Some(r) => Some(error_rate(r, &format!("{at}: max_error_rate")).map_err(invalid)?),
@@ -358,7 +379,12 @@ impl Experiment {
             configs.push(ConfigSpec {
                 name: c.name,
                 description: c.description,
-                gateway_args: with_common(&file.services.gateway, c.gateway),
+                // The file's common gateway arguments are the lab's gateway's flags.
+                gateway_args: if peer.is_some() {
+                    Vec::new()
+                } else {
+                    with_common(&file.services.gateway, c.gateway)
+                },
                 user_service_args,
                 post_service_args,
                 load,
@@ -376,6 +402,7 @@ impl Experiment {
                 max_error_rate,
                 build: c.build.map(|b| b.check(&at)).transpose().map_err(invalid)?,
                 gateway_binary: None,
+                peer,
             });
         }
         let baseline = file.baseline.unwrap_or_else(|| configs[0].name.clone());

@@ -219,6 +219,42 @@ fn a_configuration_may_name_its_own_baseline() {
 }
 
 #[test]
+fn a_configuration_may_run_a_peer_with_its_cache_settings() {
+    let e = parse(&format!(
+        "[services]\ngateway = [\"--worker-threads\", \"1\"]\n{MINIMAL}\n[[config]]\nname = \"m\"\npeer = \"mercurius\"\ncache = {{ ttl = \"10s\" }}\n"
+    ))
+    .unwrap();
+    let peer = e.configs[1].peer.as_ref().unwrap();
+    assert_eq!(peer.label(), "mercurius, ttl = 10 s");
+    // The file's common gateway arguments are the lab's gateway's, not the peer's.
+    assert!(e.configs[1].gateway_args.is_empty());
+    assert_eq!(e.configs[0].gateway_args, ["--worker-threads", "1"]);
+    assert!(e.configs[0].peer.is_none());
+    for (extra, says) in [
+        ("gateway = [\"--ttl\", \"0\"]", "cannot take gateway"),
+        ("build = { binary = \"/bin/true\" }", "cannot take build"),
+        ("redis = true", "cannot take redis"),
+        ("gateways = 2", "cannot take gateways"),
+    ] {
+        let err = error(&format!(
+            "{MINIMAL}\n[[config]]\nname = \"m\"\npeer = \"mercurius\"\n{extra}\n"
+        ));
+        assert!(
+            err.contains("(\"m\")") && err.contains(says),
+            "{extra}: {err}"
+        );
+    }
+    let err = error(&format!(
+        "{MINIMAL}\n[[config]]\nname = \"m\"\ncache = {{ ttl = 1 }}\n"
+    ));
+    assert!(err.contains("cache = {...} sets a peer's cache"), "{err}");
+    let err = error(&format!(
+        "{MINIMAL}\n[[config]]\nname = \"m\"\npeer = \"envoy\"\n"
+    ));
+    assert!(err.contains("peer = \"envoy\" is not a peer"), "{err}");
+}
+
+#[test]
 fn a_configuration_may_bring_its_own_query() {
     let e = parse(&format!(
         r#"{MINIMAL}

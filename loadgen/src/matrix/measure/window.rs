@@ -22,6 +22,8 @@ use crate::proc_usage;
 
 use super::{Profiler, RunContext};
 
+/// Why a peer's window has no flamegraph.
+const PEER_NOT_PROFILED: &str = "a peer gateway is not profiled";
 /// How often the gateway's VmRSS is read during warm-up and window.
 const RSS_SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
@@ -135,7 +137,10 @@ pub(super) fn measure_window(
     measured.push(("loadgen".to_string(), std::process::id()));
 
     // perf attaches now, disabled, so that attaching costs nothing inside the window.
-    let mut perf = match &ctx.profiler {
+    // A peer is not profiled: its frames would be Node's JIT, not the lab's code.
+    let peer_off = Profiler::Off(PEER_NOT_PROFILED.to_string());
+    let profiler = if stack.peer { &peer_off } else { &ctx.profiler };
+    let mut perf = match profiler {
         Profiler::Perf(binary) => Some(PerfRecording::start(
             binary,
             gateway_pids[0],
@@ -169,16 +174,17 @@ pub(super) fn measure_window(
             .warmup()
             .saturating_sub(bench_started.elapsed()),
     );
-    let cpu = CpuWatch::start(measured);
+    // A gateway's CPU sums its whole process tree: a peer may fork workers.
+    let cpu = CpuWatch::start(measured, gateway_pids.clone());
     let window_started = Instant::now();
-    let mut profile_note = None;
+    let mut profile_note = stack.peer.then(|| PEER_NOT_PROFILED.to_string());
     if let Some(p) = &mut perf {
         if let Err(e) = p.enable() {
             profile_note = Some(format!("no flamegraph: {e:#}"));
             perf = None;
         }
     }
-    let endpoint_profile = matches!(ctx.profiler, Profiler::Endpoint).then(|| {
+    let endpoint_profile = matches!(profiler, Profiler::Endpoint).then(|| {
         let seconds = ctx.settings.duration().as_secs().max(1);
         rt.spawn(fetch_profile(
             stack.gateways[0].0.addr,

@@ -69,8 +69,12 @@ fn row(run: &RunFiles, c: &ConfigSummary) -> Vec<Markup> {
         @if let Some(d) = &c.description {
             (d) br;
         }
+        @if let Some(peer) = &c.peer {
+            "peer: " code { (peer.describe()) } br;
+            small { (peer.settings) } br;
+        }
         @for (who, args) in processes {
-            @if !args.is_empty() || who == "gateway" {
+            @if !args.is_empty() || (who == "gateway" && c.peer.is_none()) {
                 @let words: Vec<String> = args.iter().map(|a| shell_word(a)).collect();
                 code { (who) " " (words.join(" ")) } br;
             }

@@ -1,0 +1,225 @@
+//! Where the peers live and whether they are installed: the repository's `peers/`
+//! folder (or `LOADGEN_PEERS_DIR`), `npm ci` of each peer's committed lock (bounded,
+//! a child that dies with loadgen), and the versions that lock resolved, for the
+//! manifest and `loadgen peers`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use serde::{Deserialize, Serialize};
+
+use super::Peer;
+use crate::matrix::builds::repository_root;
+use crate::matrix::reaper::TrackedChild;
+
+/// Overrides where the peers' folders are (tests use a copy).
+pub const PEERS_DIR_ENV: &str = "LOADGEN_PEERS_DIR";
+/// Longest `npm ci` of one peer.
+const INSTALL_DEADLINE: Duration = Duration::from_secs(600);
+
+/// The folder that holds `peers/NAME/`.
+pub fn peers_root() -> anyhow::Result<PathBuf> {
+    if let Some(dir) = std::env::var_os(PEERS_DIR_ENV) {
+        return Ok(PathBuf::from(dir));
+    }
+    Ok(repository_root()
+        .map_err(|_| {
+            anyhow!(
+                "the peers live in the lab's repository (peers/): run loadgen inside it, or set {PEERS_DIR_ENV}"
+            )
+        })?
+        .join("peers"))
+}
+
+/// `peers/NAME/`.
+pub fn folder(peer: &Peer) -> anyhow::Result<PathBuf> {
+    Ok(peers_root()?.join(peer.name))
+}
+
+/// Whether `npm ci` has run in the peer's folder (npm writes a hidden lock there).
+pub fn is_installed(dir: &Path) -> bool {
+    dir.join("node_modules")
+        .join(".package-lock.json")
+        .is_file()
+}
+
+/// A program on `PATH`.
+pub fn on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// What refusing a missing peer says, naming the configuration and the way out.
+pub fn missing_message(peer: &Peer, dir: &Path, config: &str) -> String {
+    format!(
+        "config {config:?}: peer {} is not installed ({} has no node_modules): run `loadgen peers install {}` (npm ci of its committed package-lock.json), or pass --install-peers",
+        peer.name,
+        dir.display(),
+        peer.name
+    )
+}
+
+/// `npm ci` in the peer's folder, printing a line before and after.
+pub fn install(peer: &Peer, dir: &Path) -> anyhow::Result<()> {
+    if !dir.join("package-lock.json").is_file() {
+        bail!(
+            "peer {}: {} has no package-lock.json",
+            peer.name,
+            dir.display()
+        );
+    }
+    let npm = on_path("npm").ok_or_else(|| {
+        anyhow!(
+            "peer {}: npm is not on PATH (Node 20 and npm: apt-get install -y nodejs npm)",
+            peer.name
+        )
+    })?;
+    eprintln!(
+        "loadgen peers: installing {} in {} (npm ci, at most {} min) …",
+        peer.name,
+        dir.display(),
+        INSTALL_DEADLINE.as_secs() / 60
+    );
+    let started = Instant::now();
+    TrackedChild::run_to_end(
+        &format!("npm ci ({})", peer.name),
+        Command::new(npm)
+            .current_dir(dir)
+            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+            .stdin(Stdio::null()),
+        INSTALL_DEADLINE,
+    )
+    .with_context(|| format!("installing peer {}", peer.name))?;
+    eprintln!(
+        "loadgen peers: {} installed in {:.0} s",
+        peer.name,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// An npm package and the version the peer's lock pins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pinned {
+    pub package: String,
+    pub version: String,
+}
+
+/// The versions of the peer's gateway and cache packages, from its committed lock.
+pub fn pinned(peer: &Peer, dir: &Path) -> anyhow::Result<Vec<Pinned>> {
+    let path = dir.join("package-lock.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let lock: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    std::iter::once(peer.gateway_package)
+        .chain(peer.cache_package)
+        .map(|package| {
+            let version = lock["packages"][format!("node_modules/{package}")]["version"]
+                .as_str()
+                .ok_or_else(|| anyhow!("{}: no version of {package}", path.display()))?;
+            Ok(Pinned {
+                package: package.to_string(),
+                version: version.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// `node --version`, for the manifest.
+pub fn node_version(node: &Path) -> Option<String> {
+    let out = Command::new(node).arg("--version").output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// What the run found for its peers before anything starts, and records in the manifest.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PreparedPeers {
+    /// The `node` that runs them.
+    pub node: PathBuf,
+    pub node_version: Option<String>,
+    /// The folder holding `peers/NAME/`.
+    pub root: PathBuf,
+    /// One record per configuration that runs a peer.
+    pub configs: Vec<PeerRecord>,
+}
+
+/// A configuration's peer, as the manifest and the report name it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeerRecord {
+    pub config: String,
+    pub peer: String,
+    /// `mercurius, ttl = 0 s`.
+    pub label: String,
+    pub cache: std::collections::BTreeMap<String, f64>,
+    pub versions: Vec<Pinned>,
+    /// The runtime settings it runs with.
+    pub settings: String,
+}
+
+impl PeerRecord {
+    /// `mercurius, ttl = 0 s (@mercuriusjs/gateway 5.2.0, mercurius-cache 8.0.0)`.
+    pub fn describe(&self) -> String {
+        let versions: Vec<String> = self
+            .versions
+            .iter()
+            .map(|v| format!("{} {}", v.package, v.version))
+            .collect();
+        format!("{} ({})", self.label, versions.join(", "))
+    }
+}
+
+impl PreparedPeers {
+    /// The launcher of `peer`.
+    pub fn entry(&self, peer: &Peer) -> PathBuf {
+        self.root.join(peer.name).join(peer.entry)
+    }
+}
+
+/// Find node and every peer the configurations run (installing missing ones when
+/// `install` is set), before anything starts; `None` when no configuration runs one.
+pub fn prepare(
+    configs: &[(String, super::PeerConfig)],
+    install_missing: bool,
+) -> anyhow::Result<Option<PreparedPeers>> {
+    let Some((first, _)) = configs.first() else {
+        return Ok(None);
+    };
+    let node = on_path("node").ok_or_else(|| {
+        anyhow!(
+            "config {first:?} runs a peer, and node is not on PATH (Node 20: apt-get install -y nodejs npm)"
+        )
+    })?;
+    let root = peers_root()?;
+    let mut records = Vec::with_capacity(configs.len());
+    for (config, peer_config) in configs {
+        let peer = peer_config.peer;
+        let dir = root.join(peer.name);
+        if !is_installed(&dir) {
+            if !install_missing {
+                bail!(missing_message(peer, &dir, config));
+            }
+            install(peer, &dir)?;
+        }
+        records.push(PeerRecord {
+            config: config.clone(),
+            peer: peer.name.to_string(),
+            label: peer_config.label(),
+            cache: peer_config.cache.clone(),
+            versions: pinned(peer, &dir)?,
+            settings: peer.settings.to_string(),
+        });
+    }
+    Ok(Some(PreparedPeers {
+        node_version: node_version(&node),
+        node,
+        root,
+        configs: records,
+    }))
+}

@@ -1,0 +1,217 @@
+//! The field's gateways, run by the matrix in place of the lab's (`peer = "NAME"` in a
+//! `[[config]]`), so that one experiment compares the lab's caches with the gateway a
+//! user runs today, on the same graph, load and rounds.
+//!
+//! Each peer is a small launcher in the repository's `peers/NAME/` folder, with its npm
+//! dependencies pinned by a committed `package-lock.json`. This module knows, for each:
+//! what it caches, which cache settings (`cache = { ... }`) it takes and how they map to
+//! its own, and how it is started and asked whether it is up. [`install`] finds the
+//! folder, tells whether it is installed, installs it (`npm ci`, bounded) and reads the
+//! versions that were resolved; [`listing`] prints `loadgen peers`.
+//!
+//! A peer is started like a service: free port, log file, parent-death signal, stopped
+//! by PID. Its answers are checked as the lab's are, before and after every window,
+//! and a wrong one stops the run: a peer is never measured giving a wrong answer.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+
+pub mod install;
+pub mod listing;
+
+/// One cache setting a peer takes in `cache = { ... }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Knob {
+    /// The key in `cache = { ... }`.
+    pub key: &'static str,
+    /// The launcher's flag it becomes (`--ttl`), given in whole or fractional seconds.
+    pub flag: &'static str,
+    /// What it means in the peer's own terms.
+    pub meaning: &'static str,
+}
+
+/// A gateway the matrix can run in place of the lab's.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Peer {
+    /// `peer = "NAME"`, and the folder `peers/NAME/`.
+    pub name: &'static str,
+    /// The npm package that is the gateway (its version is read from the lock).
+    pub gateway_package: &'static str,
+    /// The npm package of its cache, if a separate one.
+    pub cache_package: Option<&'static str>,
+    /// What it can cache: resolver, response, dedupe.
+    pub caches: &'static str,
+    /// The settings `cache = { ... }` takes; without any, the peer runs uncached.
+    pub knobs: &'static [Knob],
+    /// The runtime settings it runs with, as its docs recommend for production.
+    pub settings: &'static str,
+    /// The launcher, in its folder.
+    pub entry: &'static str,
+    /// The path that answers 200 once the gateway serves.
+    pub health: &'static str,
+}
+
+/// Every peer the matrix knows.
+pub const PEERS: &[Peer] = &[Peer {
+    name: "mercurius",
+    gateway_package: "@mercuriusjs/gateway",
+    cache_package: Some("mercurius-cache"),
+    caches: "resolver: every Query field's result (mercurius-cache { all: true }), keyed by field, arguments and selection; TTL 0 shares concurrent identical resolutions",
+    knobs: &[Knob {
+        key: "ttl",
+        flag: "--ttl",
+        meaning: "mercurius-cache's ttl in seconds (0: in-flight sharing only); absent: no cache",
+    }],
+    settings: "Fastify with its logger off, graphql-jit after the first request (jit: 1), NODE_ENV=production, one Node process; each subgraph's Federation 2 SDL rewritten into the Federation 1 it speaks (peers/mercurius/federation1.js), a graph with Federation-2-only directives refused at start-up",
+    entry: "gateway.js",
+    health: "/health",
+}];
+
+/// The peer named `name`.
+pub fn find(name: &str) -> Option<&'static Peer> {
+    PEERS.iter().find(|p| p.name == name)
+}
+
+/// A configuration's peer, validated: which gateway, and its cache settings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PeerConfig {
+    #[serde(rename = "peer", serialize_with = "peer_name")]
+    pub peer: &'static Peer,
+    /// Knob key → seconds, as `cache = { ... }` gave them.
+    pub cache: BTreeMap<String, f64>,
+}
+
+fn peer_name<S: serde::Serializer>(p: &&'static Peer, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(p.name)
+}
+
+impl PeerConfig {
+    /// Check `peer = NAME` and `cache = { ... }` of the configuration at `at`
+    /// (`config "ttl-0"`): an unknown peer or setting, or a value that is not a
+    /// duration, is refused naming the key.
+    pub fn check(at: &str, name: &str, cache: Option<&toml::Table>) -> Result<PeerConfig, String> {
+        let peer = find(name).ok_or_else(|| {
+            let known: Vec<&str> = PEERS.iter().map(|p| p.name).collect();
+            format!(
+                "{at}: peer = {name:?} is not a peer the matrix knows ({}; `loadgen peers` lists them)",
+                known.join(", ")
+            )
+        })?;
+        let mut settings = BTreeMap::new();
+        for (key, value) in cache.into_iter().flatten() {
+            if !peer.knobs.iter().any(|k| k.key == key) {
+                let known: Vec<&str> = peer.knobs.iter().map(|k| k.key).collect();
+                return Err(format!(
+                    "{at}: cache.{key}: {} takes no such setting (it takes: {})",
+                    peer.name,
+                    known.join(", ")
+                ));
+            }
+            let seconds =
+                seconds_of(value).map_err(|why| format!("{at}: cache.{key} = {value}: {why}"))?;
+            settings.insert(key.clone(), seconds);
+        }
+        Ok(PeerConfig {
+            peer,
+            cache: settings,
+        })
+    }
+
+    /// The launcher's arguments after its own file: port, subgraphs, cache settings.
+    pub fn launcher_args(&self, port: u16, subgraphs: &[(String, String)]) -> Vec<String> {
+        let mut args = vec!["--port".to_string(), port.to_string()];
+        for (name, url) in subgraphs {
+            args.push("--subgraph".into());
+            args.push(format!("{name}={url}"));
+        }
+        for knob in self.peer.knobs {
+            if let Some(seconds) = self.cache.get(knob.key) {
+                args.push(knob.flag.into());
+                args.push(seconds.to_string());
+            }
+        }
+        args
+    }
+
+    /// How the configuration reads: `mercurius, ttl = 0 s`, or `mercurius, no cache`.
+    pub fn label(&self) -> String {
+        if self.cache.is_empty() {
+            return format!("{}, no cache", self.peer.name);
+        }
+        let settings: Vec<String> = self
+            .cache
+            .iter()
+            .map(|(k, v)| format!("{k} = {v} s"))
+            .collect();
+        format!("{}, {}", self.peer.name, settings.join(", "))
+    }
+}
+
+/// A cache setting's value in seconds: a number, or a duration such as `"10s"`.
+fn seconds_of(value: &toml::Value) -> Result<f64, String> {
+    let seconds = match value {
+        toml::Value::Integer(n) => *n as f64,
+        toml::Value::Float(f) => *f,
+        toml::Value::String(s) => crate::cli::parse_duration_or_zero(s)
+            .map(|d: Duration| d.as_secs_f64())
+            .map_err(|e| format!("not a duration ({e})"))?,
+        _ => return Err("expected seconds, or a duration such as \"10s\"".into()),
+    };
+    if !(seconds.is_finite() && seconds >= 0.0) {
+        return Err("expected 0 seconds or more".into());
+    }
+    Ok(seconds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(text: &str) -> toml::Table {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn settings_map_to_the_launchers_flags() {
+        let c =
+            PeerConfig::check("config \"m\"", "mercurius", Some(&table("ttl = \"1s\""))).unwrap();
+        assert_eq!(c.label(), "mercurius, ttl = 1 s");
+        let subgraphs = [("user".to_string(), "http://127.0.0.1:1/graphql".to_string())];
+        assert_eq!(
+            c.launcher_args(4000, &subgraphs),
+            [
+                "--port",
+                "4000",
+                "--subgraph",
+                "user=http://127.0.0.1:1/graphql",
+                "--ttl",
+                "1"
+            ]
+        );
+        let bare = PeerConfig::check("config \"m\"", "mercurius", None).unwrap();
+        assert_eq!(bare.label(), "mercurius, no cache");
+        assert!(!bare
+            .launcher_args(1, &subgraphs)
+            .contains(&"--ttl".to_string()));
+    }
+
+    #[test]
+    fn unknown_peers_settings_and_values_are_refused_by_name() {
+        let e = PeerConfig::check("config \"x\"", "nginx", None).unwrap_err();
+        assert!(
+            e.contains("peer = \"nginx\"") && e.contains("mercurius"),
+            "{e}"
+        );
+        let e =
+            PeerConfig::check("config \"x\"", "mercurius", Some(&table("size = 3"))).unwrap_err();
+        assert!(e.contains("cache.size") && e.contains("ttl"), "{e}");
+        let e =
+            PeerConfig::check("config \"x\"", "mercurius", Some(&table("ttl = -1"))).unwrap_err();
+        assert!(e.contains("cache.ttl = -1"), "{e}");
+        let e = PeerConfig::check("config \"x\"", "mercurius", Some(&table("ttl = \"soon\"")))
+            .unwrap_err();
+        assert!(e.contains("not a duration"), "{e}");
+    }
+}

@@ -1,0 +1,216 @@
+//! Peer gateways in the matrix (`peer = "NAME"`), through real processes: the seed's
+//! own Mercurius gateway, installed from its committed lock, runs beside the lab's
+//! gateway on the lab's subgraphs with its answers checked; `loadgen peers` lists it;
+//! and the run refuses, with a message that says why, a peer that is not installed, a
+//! peer that fails to start, and a peer whose answer differs (naming the first
+//! difference).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+#[allow(dead_code)]
+mod support;
+use support::{loadgen, require_services, scratch};
+
+const SEED_QUERY: &str = r#"[query]
+document = "query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }"
+expected = '{"data":{"me":{"id":"u1","name":"John","nickname":"John","topPosts":[{"pid":"p1","author":{"id":"u1"}},{"pid":"p3","author":{"id":"u1"}}]},"topPosts":[{"pid":"p1"},{"pid":"p2"}]}}'
+[load]
+connections = 8
+threads = 1
+[profile]
+enabled = false
+"#;
+
+/// The repository's `peers/` folder.
+fn repository_peers() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("peers")
+}
+
+/// `loadgen matrix --quick` of `configs` (after the seed query), with `peers_dir` as
+/// the peers' folder when given.
+fn run(name: &str, configs: &str, flags: &[&str], peers_dir: Option<&Path>) -> (Output, PathBuf) {
+    let bin_dir = require_services();
+    let dir = scratch(name);
+    let config = dir.join("peers.toml");
+    std::fs::write(
+        &config,
+        format!("name = \"{name}\"\n{SEED_QUERY}\n{configs}"),
+    )
+    .unwrap();
+    let out = dir.join("run");
+    let mut command = Command::new(loadgen());
+    command
+        .args(["matrix", "--quick", "--duration", "1s", "--warmup", "300ms"])
+        .args(flags)
+        .arg("--config")
+        .arg(&config)
+        .arg("--out")
+        .arg(&out)
+        .arg("--bin-dir")
+        .arg(&bin_dir);
+    if let Some(p) = peers_dir {
+        command.env("LOADGEN_PEERS_DIR", p);
+    }
+    (command.output().unwrap(), out)
+}
+
+/// A peers folder whose `mercurius` holds the real lock (for its versions), counts as
+/// installed, and starts `launcher` (JavaScript) instead of the real gateway.
+fn fake_mercurius(name: &str, launcher: &str) -> PathBuf {
+    let root = scratch(name).join("peers");
+    let dir = root.join("mercurius");
+    std::fs::create_dir_all(dir.join("node_modules")).unwrap();
+    std::fs::copy(
+        repository_peers().join("mercurius/package-lock.json"),
+        dir.join("package-lock.json"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("node_modules/.package-lock.json"), "{}").unwrap();
+    std::fs::write(dir.join("gateway.js"), launcher).unwrap();
+    root
+}
+
+#[test]
+fn mercurius_runs_beside_the_lab_with_its_answers_checked() {
+    let (output, out) = run(
+        "peers-mercurius",
+        r#"[[config]]
+name = "lab-ttl-0"
+gateway = ["--ttl", "0"]
+[[config]]
+name = "mercurius-ttl-0"
+peer = "mercurius"
+cache = { ttl = 0 }
+"#,
+        &["--install-peers"],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    let peer = &manifest["peers"]["configs"][0];
+    assert_eq!(peer["config"], "mercurius-ttl-0", "{manifest}");
+    assert_eq!(peer["versions"][0]["package"], "@mercuriusjs/gateway");
+    assert!(manifest["peers"]["node_version"]
+        .as_str()
+        .unwrap()
+        .starts_with('v'));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let mercurius = &summary["configs"][1];
+    assert_eq!(mercurius["peer"]["label"], "mercurius, ttl = 0 s");
+    // It answered, its answers were checked before and after, and its CPU was taken.
+    let round = &mercurius["rounds"][0];
+    assert!(round["requests"].as_u64().unwrap() > 0, "{round}");
+    assert!(
+        mercurius["median"]["cpu_us_per_request"]["gateway"]
+            .as_f64()
+            .unwrap()
+            > 0.0,
+        "{mercurius}"
+    );
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("runs/r1-mercurius-ttl-0.json")).unwrap(),
+    )
+    .unwrap();
+    let gateway = record["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "gateway")
+        .unwrap();
+    assert!(
+        gateway["command_line"][1]
+            .as_str()
+            .unwrap()
+            .ends_with("peers/mercurius/gateway.js"),
+        "{gateway}"
+    );
+    let markdown = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(markdown.contains("**Peer gateways**"), "{markdown}");
+    assert!(
+        markdown.contains("@mercuriusjs/gateway 5.2.0"),
+        "{markdown}"
+    );
+}
+
+#[test]
+fn loadgen_peers_lists_each_peer_with_its_versions_and_knobs() {
+    let output = Command::new(loadgen())
+        .arg("peers")
+        .env("LOADGEN_PEERS_DIR", repository_peers())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("mercurius"), "{stdout}");
+    assert!(stdout.contains("@mercuriusjs/gateway 5.2.0"), "{stdout}");
+    assert!(stdout.contains("mercurius-cache 8.0.0"), "{stdout}");
+    assert!(stdout.contains("cache = { ttl = … }"), "{stdout}");
+}
+
+const ONE_PEER: &str = r#"[[config]]
+name = "mercurius"
+peer = "mercurius"
+"#;
+
+#[test]
+fn a_peer_that_is_not_installed_is_refused_with_the_way_to_install_it() {
+    let root = scratch("peers-missing").join("peers");
+    std::fs::create_dir_all(root.join("mercurius")).unwrap();
+    let (output, _) = run("peers-missing-run", ONE_PEER, &[], Some(&root));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("peer mercurius is not installed")
+            && stderr.contains("loadgen peers install mercurius"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_peer_that_fails_to_start_is_named_with_its_log() {
+    let root = fake_mercurius(
+        "peers-broken",
+        "console.error('cannot compose: unsupported directive @foo'); process.exit(3)\n",
+    );
+    let (output, _) = run("peers-broken-run", ONE_PEER, &[], Some(&root));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("peer mercurius did not start")
+            && stderr.contains("unsupported directive @foo"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_peer_whose_answer_differs_stops_the_run_naming_the_first_difference() {
+    // A "gateway" that is up, and answers the seed query with one wrong post.
+    let root = fake_mercurius(
+        "peers-wrong",
+        r#"const port = Number(process.argv[process.argv.indexOf('--port') + 1])
+const answer = JSON.stringify({ data: { me: { id: 'u1', name: 'John', nickname: 'John', topPosts: [{ pid: 'p1', author: { id: 'u1' } }, { pid: 'p3', author: { id: 'u1' } }] }, topPosts: [{ pid: 'p1' }, { pid: 'p9' }] } })
+require('http').createServer((req, res) => {
+  req.resume()
+  req.on('end', () => {
+    if (req.url === '/health') { res.end('ok'); return }
+    res.setHeader('content-type', 'application/json')
+    res.end(answer)
+  })
+}).listen(port, '127.0.0.1')
+"#,
+    );
+    let (output, _) = run("peers-wrong-run", ONE_PEER, &[], Some(&root));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("first difference: data.topPosts[1].pid: expected \"p2\", got \"p9\""),
+        "{stderr}"
+    );
+}
