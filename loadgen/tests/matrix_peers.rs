@@ -152,6 +152,9 @@ fn loadgen_peers_lists_each_peer_with_its_versions_and_knobs() {
     assert!(stdout.contains("@mercuriusjs/gateway 5.2.0"), "{stdout}");
     assert!(stdout.contains("mercurius-cache 8.0.0"), "{stdout}");
     assert!(stdout.contains("cache = { ttl = … }"), "{stdout}");
+    assert!(stdout.contains("hive-gateway"), "{stdout}");
+    assert!(stdout.contains("@graphql-hive/gateway 2.15.1"), "{stdout}");
+    assert!(stdout.contains("cache = { response_ttl = … }"), "{stdout}");
 }
 
 const ONE_PEER: &str = r#"[[config]]

@@ -21,6 +21,7 @@ use super::graph::Started;
 use super::http_probe;
 use super::network;
 use super::peers::install::PreparedPeers;
+use super::peers::{supergraph, GraphInput};
 use super::query::QuerySpec;
 use super::redis_cluster::{self, RedisCluster};
 use super::redis_server;
@@ -225,8 +226,23 @@ impl Stack {
                         anyhow!("{}: peer {} was not prepared", config.name, peer.peer.name)
                     })?;
                     let urls = config.graph.subgraph_urls(&reached);
+                    let supergraph = match peer.peer.input {
+                        GraphInput::Subgraphs => None,
+                        GraphInput::Supergraph => Some(supergraph::write(
+                            &config.graph,
+                            &launch.binaries.gateway,
+                            &urls,
+                            &launch
+                                .logs
+                                .join(format!("{}-supergraph.graphql", launch.tag)),
+                        )?),
+                    };
                     let mut args = vec![prepared.entry(peer.peer).display().to_string()];
-                    args.extend(peer.launcher_args(gateway_addr.port(), &urls));
+                    args.extend(peer.launcher_args(
+                        gateway_addr.port(),
+                        &urls,
+                        supergraph.as_deref(),
+                    ));
                     (prepared.node.clone(), args, peer.peer.health)
                 }
                 None => {

@@ -7,19 +7,22 @@
 //! what it caches, which cache settings (`cache = { ... }`) it takes and how they map to
 //! its own, and how it is started and asked whether it is up. [`install`] finds the
 //! folder, tells whether it is installed, installs it (`npm ci`, bounded) and reads the
-//! versions that were resolved; [`listing`] prints `loadgen peers`.
+//! versions that were resolved; [`listing`] prints `loadgen peers`; [`supergraph`] writes
+//! the supergraph a peer that takes one is given.
 //!
 //! A peer is started like a service: free port, log file, parent-death signal, stopped
 //! by PID. Its answers are checked as the lab's are, before and after every window,
 //! and a wrong one stops the run: a peer is never measured giving a wrong answer.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Duration;
 
 use serde::Serialize;
 
 pub mod install;
 pub mod listing;
+pub mod supergraph;
 
 /// One cache setting a peer takes in `cache = { ... }`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +54,19 @@ pub struct Peer {
     pub entry: &'static str,
     /// The path that answers 200 once the gateway serves.
     pub health: &'static str,
+    /// What it is given of the graph.
+    pub input: GraphInput,
+}
+
+/// What a peer's launcher is given of the experiment's graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphInput {
+    /// Each subgraph's name and URL (`--subgraph NAME=URL`, in the graph's order); the
+    /// peer reads their SDL and composes them itself.
+    Subgraphs,
+    /// A supergraph file (`--supergraph FILE`), composed by the lab's gateway (`gateway
+    /// compose`) from the subgraphs where the runner reaches them.
+    Supergraph,
 }
 
 /// Every peer the matrix knows.
@@ -67,6 +83,21 @@ pub const PEERS: &[Peer] = &[Peer {
     settings: "Fastify with its logger off, graphql-jit after the first request (jit: 1), NODE_ENV=production, one Node process; each subgraph's Federation 2 SDL rewritten into the Federation 1 it speaks (peers/mercurius/federation1.js), a graph with Federation-2-only directives refused at start-up",
     entry: "gateway.js",
     health: "/health",
+    input: GraphInput::Subgraphs,
+}, Peer {
+    name: "hive-gateway",
+    gateway_package: "@graphql-hive/gateway",
+    cache_package: None,
+    caches: "response: whole answers (responseCaching, in memory), keyed by document, variables and the caller's authorization header (its session); kept for the smaller of response_ttl and the subgraphs' Cache-Control max-age; a mutation's returned entities are dropped",
+    knobs: &[Knob {
+        key: "response_ttl",
+        flag: "--response-ttl",
+        meaning: "the response cache's ttl in seconds; absent: no cache",
+    }],
+    settings: "its CLI (hive-gateway supergraph FILE) with the CLI's defaults: one process (--fork 1), masked errors; logging at error, NODE_ENV=production; its ES module build (the CommonJS one breaks the response cache on subgraph answers with Cache-Control); the supergraph composed by the lab's gateway from the experiment's subgraphs",
+    entry: "gateway.js",
+    health: "/readiness",
+    input: GraphInput::Supergraph,
 }];
 
 /// The peer named `name`.
@@ -119,12 +150,26 @@ impl PeerConfig {
         })
     }
 
-    /// The launcher's arguments after its own file: port, subgraphs, cache settings.
-    pub fn launcher_args(&self, port: u16, subgraphs: &[(String, String)]) -> Vec<String> {
+    /// The launcher's arguments after its own file: port, the graph as the peer takes it
+    /// (the subgraphs, or the supergraph file composed from them), cache settings.
+    pub fn launcher_args(
+        &self,
+        port: u16,
+        subgraphs: &[(String, String)],
+        supergraph: Option<&Path>,
+    ) -> Vec<String> {
         let mut args = vec!["--port".to_string(), port.to_string()];
-        for (name, url) in subgraphs {
-            args.push("--subgraph".into());
-            args.push(format!("{name}={url}"));
+        match (self.peer.input, supergraph) {
+            (GraphInput::Supergraph, Some(file)) => {
+                args.push("--supergraph".into());
+                args.push(file.display().to_string());
+            }
+            _ => {
+                for (name, url) in subgraphs {
+                    args.push("--subgraph".into());
+                    args.push(format!("{name}={url}"));
+                }
+            }
         }
         for knob in self.peer.knobs {
             if let Some(seconds) = self.cache.get(knob.key) {
@@ -180,7 +225,7 @@ mod tests {
         assert_eq!(c.label(), "mercurius, ttl = 1 s");
         let subgraphs = [("user".to_string(), "http://127.0.0.1:1/graphql".to_string())];
         assert_eq!(
-            c.launcher_args(4000, &subgraphs),
+            c.launcher_args(4000, &subgraphs, None),
             [
                 "--port",
                 "4000",
@@ -193,8 +238,25 @@ mod tests {
         let bare = PeerConfig::check("config \"m\"", "mercurius", None).unwrap();
         assert_eq!(bare.label(), "mercurius, no cache");
         assert!(!bare
-            .launcher_args(1, &subgraphs)
+            .launcher_args(1, &subgraphs, None)
             .contains(&"--ttl".to_string()));
+        let hive = PeerConfig::check(
+            "config \"h\"",
+            "hive-gateway",
+            Some(&table("response_ttl = 10")),
+        )
+        .unwrap();
+        assert_eq!(
+            hive.launcher_args(5, &subgraphs, Some(Path::new("/tmp/s.graphql"))),
+            [
+                "--port",
+                "5",
+                "--supergraph",
+                "/tmp/s.graphql",
+                "--response-ttl",
+                "10"
+            ]
+        );
     }
 
     #[test]
