@@ -12,6 +12,7 @@ use std::process::Command;
 
 use loadgen::matrix::summary::Summary;
 
+#[allow(dead_code)]
 mod support;
 use support::{loadgen, quick_matrix, require_services, scratch};
 

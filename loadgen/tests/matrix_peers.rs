@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 
 #[allow(dead_code)]
 mod support;
-use support::{loadgen, require_services, scratch};
+use support::{gateway_command_line, loadgen, require_services, scratch};
 
 const SEED_QUERY: &str = r#"[query]
 document = "query { me { id name nickname: name topPosts(count: 2) { pid author { id } } } topPosts(count: 2) { pid } }"
@@ -114,23 +114,8 @@ cache = { ttl = 0 }
             > 0.0,
         "{mercurius}"
     );
-    let record: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out.join("runs/r1-mercurius-ttl-0.json")).unwrap(),
-    )
-    .unwrap();
-    let gateway = record["services"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == "gateway")
-        .unwrap();
-    assert!(
-        gateway["command_line"][1]
-            .as_str()
-            .unwrap()
-            .ends_with("peers/mercurius/gateway.js"),
-        "{gateway}"
-    );
+    let line = gateway_command_line(&out, "r1-mercurius-ttl-0");
+    assert!(line[1].ends_with("peers/mercurius/gateway.js"), "{line:?}");
     let markdown = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(markdown.contains("**Peer gateways**"), "{markdown}");
     assert!(
@@ -162,13 +147,20 @@ name = "mercurius"
 peer = "mercurius"
 "#;
 
+/// Run `ONE_PEER` with `peers_dir` as the peers' folder; the run must fail, and its
+/// stderr is returned.
+fn refused(name: &str, peers_dir: &Path) -> String {
+    let (output, _) = run(name, ONE_PEER, &[], Some(peers_dir));
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!output.status.success(), "the run did not fail:\n{stderr}");
+    stderr
+}
+
 #[test]
 fn a_peer_that_is_not_installed_is_refused_with_the_way_to_install_it() {
     let root = scratch("peers-missing").join("peers");
     std::fs::create_dir_all(root.join("mercurius")).unwrap();
-    let (output, _) = run("peers-missing-run", ONE_PEER, &[], Some(&root));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success());
+    let stderr = refused("peers-missing-run", &root);
     assert!(
         stderr.contains("peer mercurius is not installed")
             && stderr.contains("loadgen peers install mercurius"),
@@ -182,9 +174,7 @@ fn a_peer_that_fails_to_start_is_named_with_its_log() {
         "peers-broken",
         "console.error('cannot compose: unsupported directive @foo'); process.exit(3)\n",
     );
-    let (output, _) = run("peers-broken-run", ONE_PEER, &[], Some(&root));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success());
+    let stderr = refused("peers-broken-run", &root);
     assert!(
         stderr.contains("peer mercurius did not start")
             && stderr.contains("unsupported directive @foo"),
@@ -209,9 +199,7 @@ require('http').createServer((req, res) => {
 }).listen(port, '127.0.0.1')
 "#,
     );
-    let (output, _) = run("peers-wrong-run", ONE_PEER, &[], Some(&root));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success());
+    let stderr = refused("peers-wrong-run", &root);
     assert!(
         stderr.contains("first difference: data.topPosts[1].pid: expected \"p2\", got \"p9\""),
         "{stderr}"

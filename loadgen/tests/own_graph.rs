@@ -19,7 +19,7 @@ use loadgen::matrix::summary::Summary;
 // Not every helper is used here (the lab's own graph's are not).
 #[allow(dead_code)]
 mod support;
-use support::{loadgen, quick_matrix, require_binaries, scratch};
+use support::{gateway_command_line, loadgen, quick_matrix, require_binaries, scratch};
 
 /// Runs that start services take turns: they load both cores.
 static SERVICES: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -241,23 +241,9 @@ fn a_graph_it_brings_is_measured_end_to_end() {
     assert!(cache.bytes.is_some_and(|b| b > 0.0), "{cache:?}");
     assert!(cache.cross_operation_hits.is_some(), "{cache:?}");
     // The gateway was started from the supergraph, with the URLs of both kinds.
-    let record: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("runs/r1-ttl-10.json")).unwrap())
-            .unwrap();
-    let gateway = record["services"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == "gateway")
-        .unwrap();
-    let line: Vec<&str> = gateway["command_line"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap())
-        .collect();
-    assert!(line.contains(&"--supergraph"), "{line:?}");
-    let overrides: Vec<&&str> = line
+    let line = gateway_command_line(&run, "r1-ttl-10");
+    assert!(line.iter().any(|a| a == "--supergraph"), "{line:?}");
+    let overrides: Vec<&String> = line
         .iter()
         .filter(|a| {
             a.starts_with("products=")

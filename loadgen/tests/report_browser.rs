@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use loadgen::matrix::summary::Summary;
 
+#[allow(dead_code)]
 mod support;
 use support::{loadgen, quick_matrix, require_services, scratch};
 

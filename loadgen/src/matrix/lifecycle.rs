@@ -21,7 +21,6 @@ use super::graph::Started;
 use super::http_probe;
 use super::network;
 use super::peers::install::PreparedPeers;
-use super::peers::{supergraph, GraphInput};
 use super::query::QuerySpec;
 use super::redis_cluster::{self, RedisCluster};
 use super::redis_server;
@@ -225,25 +224,17 @@ impl Stack {
                     let prepared = launch.peers.ok_or_else(|| {
                         anyhow!("{}: peer {} was not prepared", config.name, peer.peer.name)
                     })?;
-                    let urls = config.graph.subgraph_urls(&reached);
-                    let supergraph = match peer.peer.input {
-                        GraphInput::Subgraphs => None,
-                        GraphInput::Supergraph => Some(supergraph::write(
-                            &config.graph,
-                            &launch.binaries.gateway,
-                            &urls,
-                            &launch
-                                .logs
-                                .join(format!("{}-supergraph.graphql", launch.tag)),
-                        )?),
-                    };
-                    let mut args = vec![prepared.entry(peer.peer).display().to_string()];
-                    args.extend(peer.launcher_args(
+                    let supergraph_file = launch
+                        .logs
+                        .join(format!("{}-supergraph.graphql", launch.tag));
+                    let (node, args) = peer.command_line(
+                        prepared,
+                        &config.graph,
+                        &config.graph.subgraph_urls(&reached),
                         gateway_addr.port(),
-                        &urls,
-                        supergraph.as_deref(),
-                    ));
-                    (prepared.node.clone(), args, peer.peer.health)
+                        (&launch.binaries.gateway, &supergraph_file),
+                    )?;
+                    (node, args, peer.peer.health)
                 }
                 None => {
                     let mut args = vec!["--listen".to_string(), gateway_addr.to_string()];

@@ -64,3 +64,22 @@ pub fn scratch(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// The command line the gateway of run record `runs/RECORD.json` was started with.
+pub fn gateway_command_line(run: &Path, record: &str) -> Vec<String> {
+    let path = run.join("runs").join(format!("{record}.json"));
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let gateway = record["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "gateway")
+        .unwrap_or_else(|| panic!("no gateway in {}", path.display()));
+    gateway["command_line"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect()
+}

@@ -180,6 +180,32 @@ impl PeerConfig {
         args
     }
 
+    /// The program and arguments that start this peer on `port`, for `graph` whose
+    /// subgraphs are at `urls`; a peer that takes a supergraph gets one written to
+    /// `supergraph.1` (composed by the lab's gateway `supergraph.0` when the graph has no
+    /// file of its own).
+    pub fn command_line(
+        &self,
+        prepared: &install::PreparedPeers,
+        graph: &crate::matrix::graph::GraphSpec,
+        urls: &[(String, String)],
+        port: u16,
+        supergraph: (&Path, &Path),
+    ) -> anyhow::Result<(std::path::PathBuf, Vec<String>)> {
+        let file = match self.peer.input {
+            GraphInput::Subgraphs => None,
+            GraphInput::Supergraph => Some(self::supergraph::write(
+                graph,
+                supergraph.0,
+                urls,
+                supergraph.1,
+            )?),
+        };
+        let mut args = vec![prepared.entry(self.peer).display().to_string()];
+        args.extend(self.launcher_args(port, urls, file.as_deref()));
+        Ok((prepared.node.clone(), args))
+    }
+
     /// How the configuration reads: `mercurius, ttl = 0 s`, or `mercurius, no cache`.
     pub fn label(&self) -> String {
         if self.cache.is_empty() {
