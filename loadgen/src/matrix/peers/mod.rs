@@ -18,8 +18,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Serialize;
-
 pub mod install;
 pub mod listing;
 pub mod supergraph;
@@ -94,7 +92,7 @@ pub const PEERS: &[Peer] = &[Peer {
         flag: "--response-ttl",
         meaning: "the response cache's ttl in seconds; absent: no cache",
     }],
-    settings: "its CLI (hive-gateway supergraph FILE) with the CLI's defaults: one process (--fork 1), masked errors; logging at error, NODE_ENV=production; its ES module build (the CommonJS one breaks the response cache on subgraph answers with Cache-Control); the supergraph composed by the lab's gateway from the experiment's subgraphs",
+    settings: "its CLI (hive-gateway supergraph FILE) with the CLI's defaults: one process (--fork 1), masked errors; logging at error, NODE_ENV=production; its ES module build (the CommonJS one breaks the response cache on subgraph answers with Cache-Control); given the experiment's supergraph with its subgraphs' URLs where the runner reaches them, or one the lab's gateway composes",
     entry: "gateway.js",
     health: "/readiness",
     input: GraphInput::Supergraph,
@@ -106,16 +104,11 @@ pub fn find(name: &str) -> Option<&'static Peer> {
 }
 
 /// A configuration's peer, validated: which gateway, and its cache settings.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PeerConfig {
-    #[serde(rename = "peer", serialize_with = "peer_name")]
     pub peer: &'static Peer,
     /// Knob key → seconds, as `cache = { ... }` gave them.
     pub cache: BTreeMap<String, f64>,
-}
-
-fn peer_name<S: serde::Serializer>(p: &&'static Peer, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(p.name)
 }
 
 impl PeerConfig {
