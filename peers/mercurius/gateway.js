@@ -10,7 +10,8 @@
 // the first request (`jit: 1`), Fastify's logger off, NODE_ENV=production (set here,
 // before any module reads it). With --ttl, mercurius-cache caches every Query field
 // (`all: true`) for that many seconds (0: only concurrent identical resolutions are
-// shared). Each subgraph's SDL is read once (`_service { sdl }`), rewritten into the
+// shared; mercurius-cache keys by field, arguments and selection, not by caller). The
+// caller's `authorization` header is passed on to every subgraph. Each subgraph's SDL is read once (`_service { sdl }`), rewritten into the
 // Federation 1 that Mercurius's gateway speaks (federation1.js), and given to it; a
 // graph it cannot run stops the launcher with the reason. GET /health answers once the
 // gateway serves.
@@ -59,7 +60,9 @@ async function sdlOf ({ name, url }) {
 async function main () {
   const args = parse(process.argv.slice(2))
   const sdls = toFederation1(await Promise.all(args.subgraphs.map(sdlOf)))
-  const services = args.subgraphs.map((s, i) => ({ name: s.name, url: s.url, schema: sdls[i].sdl }))
+  // The caller's credentials go on to every subgraph, as the lab's gateway sends them.
+  const rewriteHeaders = (headers) => (headers && headers.authorization ? { authorization: headers.authorization } : {})
+  const services = args.subgraphs.map((s, i) => ({ name: s.name, url: s.url, schema: sdls[i].sdl, rewriteHeaders }))
   const app = Fastify({ logger: false })
   await app.register(mercuriusGateway, { jit: 1, gateway: { services } })
   if (args.ttl !== undefined) await app.register(cache, { all: true, ttl: args.ttl })
