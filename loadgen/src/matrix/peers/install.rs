@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::Peer;
 use crate::matrix::builds::repository_root;
 use crate::matrix::reaper::TrackedChild;
+use crate::matrix::redis_server::find_binary;
 
 /// Overrides where the peers' folders are (tests use a copy).
 pub const PEERS_DIR_ENV: &str = "LOADGEN_PEERS_DIR";
@@ -45,14 +46,6 @@ pub fn is_installed(dir: &Path) -> bool {
         .is_file()
 }
 
-/// A program on `PATH`.
-pub fn on_path(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
-}
-
 /// What refusing a missing peer says, naming the configuration and the way out.
 pub fn missing_message(peer: &Peer, dir: &Path, config: &str) -> String {
     format!(
@@ -72,7 +65,7 @@ pub fn install(peer: &Peer, dir: &Path) -> anyhow::Result<()> {
             dir.display()
         );
     }
-    let npm = on_path("npm").ok_or_else(|| {
+    let npm = find_binary("npm").ok_or_else(|| {
         anyhow!(
             "peer {}: npm is not on PATH (Node 20 and npm: apt-get install -y nodejs npm)",
             peer.name
@@ -191,7 +184,7 @@ pub fn prepare(
     let Some((first, _)) = configs.first() else {
         return Ok(None);
     };
-    let node = on_path("node").ok_or_else(|| {
+    let node = find_binary("node").ok_or_else(|| {
         anyhow!(
             "config {first:?} runs a peer, and node is not on PATH (Node 20: apt-get install -y nodejs npm)"
         )
