@@ -3,7 +3,8 @@
 //! gateway on the lab's subgraphs with its answers checked; `loadgen peers` lists it;
 //! and the run refuses, with a message that says why, a peer that is not installed, a
 //! peer that fails to start, and a peer whose answer differs (naming the first
-//! difference).
+//! difference), unless the configuration declares that difference expected. Apollo
+//! Gateway's response cache says when the graph's cache hints left it nothing to keep.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -140,6 +141,60 @@ fn loadgen_peers_lists_each_peer_with_its_versions_and_knobs() {
     assert!(stdout.contains("hive-gateway"), "{stdout}");
     assert!(stdout.contains("@graphql-hive/gateway 2.15.1"), "{stdout}");
     assert!(stdout.contains("cache = { response_ttl = … }"), "{stdout}");
+    assert!(stdout.contains("@apollo/gateway 2.14.4"), "{stdout}");
+    assert!(
+        stdout.contains("@apollo/server-plugin-response-cache 5.0.0"),
+        "{stdout}"
+    );
+    // Hive Router is built from crates.io on request only, and says so.
+    assert!(stdout.contains("hive-router 0.2.0"), "{stdout}");
+    assert!(stdout.contains("cache = { dedupe = … }"), "{stdout}");
+}
+
+#[test]
+fn apollo_gateway_says_when_the_graphs_hints_leave_its_cache_nothing() {
+    // The seed query holds `me`, which the user subgraph marks private: sent without
+    // credentials, Apollo's response cache may keep none of it. The public topPosts it
+    // keeps and serves.
+    let (output, out) = run(
+        "peers-apollo",
+        r#"[[config]]
+name = "apollo-private"
+peer = "apollo-gateway"
+cache = { response_ttl = "10s" }
+[[config]]
+name = "apollo-public"
+peer = "apollo-gateway"
+cache = { response_ttl = "10s" }
+query = { document = "{ topPosts(count: 2) { pid title } }", expected = '{"data":{"topPosts":[{"pid":"p1","title":"Post 1"},{"pid":"p2","title":"Post 2"}]}}' }
+"#,
+        &["--install-peers"],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let (private, public) = (&summary["configs"][0], &summary["configs"][1]);
+    assert_eq!(private["median"]["cache_hits"], 0.0, "{private}");
+    assert!(
+        private["median"]["cache_skips"].as_f64().unwrap() > 0.0,
+        "{private}"
+    );
+    assert!(
+        public["median"]["cache_hits"].as_f64().unwrap() > 0.0,
+        "{public}"
+    );
+    let markdown = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let row = |config: &str| {
+        markdown
+            .lines()
+            .find(|l| l.starts_with(&format!("| {config} | apollo-gateway")))
+            .unwrap_or_else(|| panic!("no peer row for {config}:\n{markdown}"))
+            .to_string()
+    };
+    assert!(row("apollo-private").contains("**nothing**"), "{markdown}");
+    assert!(row("apollo-public").contains("hit ratio"), "{markdown}");
 }
 
 const ONE_PEER: &str = r#"[[config]]
@@ -182,12 +237,8 @@ fn a_peer_that_fails_to_start_is_named_with_its_log() {
     );
 }
 
-#[test]
-fn a_peer_whose_answer_differs_stops_the_run_naming_the_first_difference() {
-    // A "gateway" that is up, and answers the seed query with one wrong post.
-    let root = fake_mercurius(
-        "peers-wrong",
-        r#"const port = Number(process.argv[process.argv.indexOf('--port') + 1])
+/// A "gateway" that is up, and answers the seed query with one wrong post.
+const WRONG_POST: &str = r#"const port = Number(process.argv[process.argv.indexOf('--port') + 1])
 const answer = JSON.stringify({ data: { me: { id: 'u1', name: 'John', nickname: 'John', topPosts: [{ pid: 'p1', author: { id: 'u1' } }, { pid: 'p3', author: { id: 'u1' } }] }, topPosts: [{ pid: 'p1' }, { pid: 'p9' }] } })
 require('http').createServer((req, res) => {
   req.resume()
@@ -197,11 +248,45 @@ require('http').createServer((req, res) => {
     res.end(answer)
   })
 }).listen(port, '127.0.0.1')
-"#,
-    );
+"#;
+
+#[test]
+fn a_peer_whose_answer_differs_stops_the_run_naming_the_first_difference() {
+    let root = fake_mercurius("peers-wrong", WRONG_POST);
     let stderr = refused("peers-wrong-run", &root);
     assert!(
         stderr.contains("first difference: data.topPosts[1].pid: expected \"p2\", got \"p9\""),
         "{stderr}"
+    );
+}
+
+#[test]
+fn a_difference_declared_expected_is_measured_and_reported() {
+    let root = fake_mercurius("peers-declared", WRONG_POST);
+    let (output, out) = run(
+        "peers-declared-run",
+        r#"[[config]]
+name = "mercurius"
+peer = "mercurius"
+expected_difference = "this stand-in answers p9 for the second post"
+"#,
+        &[],
+        Some(&root),
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let differences = &summary["configs"][0]["rounds"][0]["answer_differences"];
+    assert_eq!(differences.as_array().map(Vec::len), Some(2), "{summary}");
+    let markdown = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        markdown.contains("**Answers declared to differ.**"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("| mercurius | this stand-in answers p9 for the second post | 2 of 2 |")
+            && markdown.contains("data.topPosts[1].pid: expected \"p2\", got \"p9\""),
+        "{markdown}"
     );
 }

@@ -212,6 +212,7 @@ impl ConfigSummary {
             name: name.to_string(),
             description,
             peer: None,
+            expected_difference: None,
             gateway_args,
             user_service_args,
             post_service_args,

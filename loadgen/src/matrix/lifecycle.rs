@@ -59,8 +59,11 @@ pub struct Stack {
     pub gateways: Vec<(ServiceProcess, Duration)>,
     /// `loadgen netproxy` in front of the services `[config.network]` names.
     pub proxies: Vec<(ServiceProcess, Duration)>,
-    /// Whether the gateway is a peer's (no `/metrics`, no profile of its own).
+    /// Whether the gateway is a peer's (no profile of its own).
     pub peer: bool,
+    /// Whether the gateways serve `/metrics`: the lab's do, a peer's when its launcher
+    /// speaks the lab's names.
+    pub metered: bool,
 }
 
 /// What starting a stack needs to know.
@@ -269,6 +272,7 @@ impl Stack {
             gateways,
             proxies,
             peer: config.peer.is_some(),
+            metered: config.peer.as_ref().is_none_or(|p| p.peer.metrics),
         })
     }
 
@@ -331,9 +335,10 @@ impl Stack {
         }
     }
 
-    /// The gateways that serve `/metrics` (the lab's; a peer has none), by name.
+    /// The gateways that serve `/metrics` (the lab's, and a peer's that speaks its
+    /// names), by name.
     fn metered_gateways(&self) -> Vec<(String, SocketAddr)> {
-        if self.peer {
+        if !self.metered {
             return Vec::new();
         }
         self.gateways
@@ -360,23 +365,37 @@ impl Stack {
             .collect()
     }
 
-    /// Ask every gateway what the configuration sends, and check the answer.
+    /// Ask every gateway what the configuration sends, and check the answer. A wrong
+    /// answer is an error, unless the configuration declares a difference expected
+    /// (`expected_difference`): then each one found is returned, as `when: what`.
     pub fn check(
         &self,
         rt: &tokio::runtime::Runtime,
         config: &ConfigSpec,
         when: &str,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<Vec<String>> {
+        let mut differences = Vec::new();
         for (g, _) in &self.gateways {
             let checked = match (&config.query, &config.workload) {
                 (Some(query), _) => rt.block_on(check_query(g.addr, query)),
                 (None, Some(workload)) => rt.block_on(check_workload(g.addr, workload)),
                 (None, None) => Ok(()),
             };
-            checked
-                .with_context(|| format!("{}, {when}: {} at {}", config.name, g.name, g.addr))?;
+            match checked {
+                Ok(()) => {}
+                Err(e) if config.expected_difference.is_some() && e.is::<WrongAnswer>() => {
+                    let first = e.to_string();
+                    let first = first.lines().next().unwrap_or_default();
+                    differences.push(format!("{when}, {}: {first}", g.name));
+                }
+                Err(e) => {
+                    return Err(
+                        e.context(format!("{}, {when}: {} at {}", config.name, g.name, g.addr))
+                    )
+                }
+            }
         }
-        Ok(())
+        Ok(differences)
     }
 
     /// Stop everything by PID (SIGTERM, then SIGKILL after a grace period), in the order
@@ -404,6 +423,19 @@ impl Stack {
     }
 }
 
+/// An answer that arrived (HTTP 200, JSON) and is not the expected one, as against a
+/// request that failed: only this is let through by `expected_difference`.
+#[derive(Debug)]
+pub struct WrongAnswer(String);
+
+impl std::fmt::Display for WrongAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for WrongAnswer {}
+
 /// Ask the gateway the configuration's query (`{{n}}` read as 0) and compare with the
 /// expected answer.
 async fn check_query(gateway: SocketAddr, query: &QuerySpec) -> anyhow::Result<()> {
@@ -424,12 +456,17 @@ async fn check_query(gateway: SocketAddr, query: &QuerySpec) -> anyhow::Result<(
                 .unwrap_or_else(|| "the same JSON, a status other than 200".into()),
             None => "not JSON".into(),
         };
-        bail!(
+        let message = format!(
             "wrong answer from the gateway (HTTP {}), first difference: {first}\n  expected {}\n  got      {}",
             answer.status,
             query.expected,
             answer.text()
         );
+        // An answer that is JSON with status 200 arrived and differs; anything else failed.
+        if answer.status == 200 && got.is_some() {
+            return Err(WrongAnswer(message).into());
+        }
+        bail!(message);
     }
     Ok(())
 }
@@ -478,12 +515,13 @@ async fn check_workload(gateway: SocketAddr, workload: &Workload) -> anyhow::Res
             &mut recorder,
         );
         if recorder.wrong_answers > 0 {
-            bail!(
+            return Err(WrongAnswer(format!(
                 "wrong answer to operation {:?}: {}\n  got {}",
                 op.name,
                 recorder.wrong_examples.join("; "),
                 answer.text()
-            );
+            ))
+            .into());
         }
     }
     Ok(())

@@ -422,6 +422,7 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
             rounds,
         );
         c.gateways = config.gateways as u32;
+        c.expected_difference = config.expected_difference.clone();
         c.peer = prepared_peers
             .as_ref()
             .and_then(|p| p.configs.iter().find(|r| r.config == config.name).cloned());

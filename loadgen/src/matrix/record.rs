@@ -49,6 +49,10 @@ pub struct RunRecord {
     pub profile_figures: Option<ProfileFigures>,
     pub answer_checked_before: bool,
     pub answer_checked_after: bool,
+    /// The checks that found the answer different, when the configuration declares it
+    /// expected (`expected_difference`): when, and the first difference.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub answer_differences: Vec<String>,
 }
 
 /// The query a run was measured with (the document abridged).

@@ -25,15 +25,16 @@ pub async fn scrape(addr: SocketAddr) -> anyhow::Result<Scrape> {
     Ok(Scrape::parse(&answer.text()))
 }
 
-/// Scrape every named service, in turn.
+/// Scrape every named service, all at once: a loaded service that is slow to answer
+/// (a Node peer's event loop queues `/metrics` behind its requests) must not move the
+/// instant at which the others are read.
 pub async fn scrape_all(
     services: &[(String, SocketAddr)],
 ) -> anyhow::Result<BTreeMap<String, Scrape>> {
+    let scraped = futures::future::join_all(services.iter().map(|(_, addr)| scrape(*addr))).await;
     let mut all = BTreeMap::new();
-    for (name, addr) in services {
-        let scraped = scrape(*addr)
-            .await
-            .map_err(|e| e.context(format!("scraping {name}")))?;
+    for ((name, _), scraped) in services.iter().zip(scraped) {
+        let scraped = scraped.map_err(|e| e.context(format!("scraping {name}")))?;
         all.insert(name.to_string(), scraped);
     }
     Ok(all)

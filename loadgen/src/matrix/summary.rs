@@ -156,6 +156,9 @@ pub struct Measurement {
     /// What the caches held at the window's end and shared across operations.
     #[serde(default)]
     pub cache: Option<CacheFigures>,
+    /// The answer checks that found a difference the configuration declares expected.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answer_differences: Vec<String>,
 }
 
 impl Measurement {
@@ -382,6 +385,9 @@ pub struct ConfigSummary {
     /// The peer gateway it ran in place of the lab's, with versions and settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<crate::matrix::peers::install::PeerRecord>,
+    /// Why its answers are expected to differ (`expected_difference`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_difference: Option<String>,
     pub gateway_args: Vec<String>,
     pub user_service_args: Vec<String>,
     pub post_service_args: Vec<String>,
@@ -585,6 +591,7 @@ pub(crate) mod fixtures {
             timeline: Vec::new(),
             error_examples: BTreeMap::new(),
             cache: None,
+            answer_differences: Vec::new(),
         }
     }
 }

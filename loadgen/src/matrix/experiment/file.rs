@@ -145,4 +145,8 @@ pub(super) struct ConfigFile {
     /// The peer's cache settings, in its own terms (`cache = { ttl = 0 }`).
     #[serde(default)]
     pub(super) cache: Option<toml::Table>,
+    /// Why this configuration's answers are expected to differ from the expected
+    /// answer: a difference is then recorded and reported instead of stopping the run.
+    #[serde(default)]
+    pub(super) expected_difference: Option<String>,
 }

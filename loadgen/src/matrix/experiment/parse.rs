@@ -340,6 +340,19 @@ impl Experiment {
                 }
             };
             let check = c.check.unwrap_or(true);
+            let expected_difference = match c.expected_difference {
+                Some(why) if why.trim().is_empty() => {
+                    return Err(invalid(format!(
+                        "{at}: expected_difference must say why the answers differ"
+                    )))
+                }
+                Some(_) if !check => {
+                    return Err(invalid(format!(
+                        "{at}: expected_difference needs the answer checks (check = false turns them off)"
+                    )))
+                }
+                why => why,
+            };
             let max_error_rate = match c.max_error_rate {
                 Some(r) => Some(error_rate(r, &format!("{at}: max_error_rate")).map_err(invalid)?),
                 None => file_error_rate.or(check.then_some(DEFAULT_MAX_ERROR_RATE)),
@@ -403,6 +416,7 @@ impl Experiment {
                 build: c.build.map(|b| b.check(&at)).transpose().map_err(invalid)?,
                 gateway_binary: None,
                 peer,
+                expected_difference,
             });
         }
         let baseline = file.baseline.unwrap_or_else(|| configs[0].name.clone());

@@ -255,6 +255,27 @@ fn a_configuration_may_run_a_peer_with_its_cache_settings() {
 }
 
 #[test]
+fn an_expected_difference_must_say_why_and_keep_the_checks() {
+    let e = parse(&format!(
+        "{MINIMAL}\n[[config]]\nname = \"m\"\npeer = \"mercurius\"\nexpected_difference = \"Federation 1 orders lists otherwise\"\n"
+    ))
+    .unwrap();
+    assert_eq!(
+        e.configs[1].expected_difference.as_deref(),
+        Some("Federation 1 orders lists otherwise")
+    );
+    assert_eq!(e.configs[0].expected_difference, None);
+    let err = error(&format!(
+        "{MINIMAL}\n[[config]]\nname = \"m\"\nexpected_difference = \" \"\n"
+    ));
+    assert!(err.contains("expected_difference must say why"), "{err}");
+    let err = error(&format!(
+        "{MINIMAL}\n[[config]]\nname = \"m\"\ncheck = false\nexpected_difference = \"x\"\n"
+    ));
+    assert!(err.contains("needs the answer checks"), "{err}");
+}
+
+#[test]
 fn a_configuration_may_bring_its_own_query() {
     let e = parse(&format!(
         r#"{MINIMAL}

@@ -103,12 +103,17 @@ pub fn run_configuration(
         ))
         .with_context(|| format!("round {round}, {}", config.name))?;
     }
+    let mut differences = Vec::new();
     if config.check {
-        stack.check(rt, config, &format!("round {round}"))?;
+        differences.extend(stack.check(rt, config, &format!("round {round}"))?);
     }
     let mut window = measure_window(ctx, config, round, &stack, &tag)?;
     if config.check {
-        stack.check(rt, config, &format!("round {round}, after the measurement"))?;
+        differences.extend(stack.check(
+            rt,
+            config,
+            &format!("round {round}, after the measurement"),
+        )?);
     }
     let processes: Vec<ServiceRecord> = stack
         .processes()
@@ -132,7 +137,10 @@ pub fn run_configuration(
 
     // The profile, symbolized now that the services are stopped.
     let (profile, figures) = profile_of(ctx, &mut window);
-    round_output(
+    let mut output = round_output(
         ctx, config, round, window, services, redis_url, profile, figures,
-    )
+    )?;
+    output.measurement.answer_differences = differences.clone();
+    output.record.answer_differences = differences;
+    Ok(output)
 }

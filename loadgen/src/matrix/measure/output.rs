@@ -304,6 +304,7 @@ pub(super) fn round_output(
         timeline: report.timeline.clone(),
         error_examples: report.error_examples.clone(),
         cache: CacheFigures::of_window(&metrics, &after),
+        answer_differences: Vec::new(),
     };
     let record = RunRecord {
         round,
@@ -335,6 +336,7 @@ pub(super) fn round_output(
         profile_figures: figures,
         answer_checked_before: config.check,
         answer_checked_after: config.check,
+        answer_differences: Vec::new(),
     };
     Ok(RoundOutput {
         measurement,

@@ -1,7 +1,8 @@
 //! Where the peers live and whether they are installed: the repository's `peers/`
-//! folder (or `LOADGEN_PEERS_DIR`), `npm ci` of each peer's committed lock (bounded,
-//! a child that dies with loadgen), and the versions that lock resolved, for the
-//! manifest and `loadgen peers`.
+//! folder (or `LOADGEN_PEERS_DIR`); for a Node peer, `npm ci` of its committed lock and
+//! the versions that lock resolved; for a Rust peer, `cargo install --locked` of its
+//! pinned version into a folder outside the repository. Each install is bounded and a
+//! child that dies with loadgen; what was found goes into the manifest and `loadgen peers`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -10,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use serde::{Deserialize, Serialize};
 
-use super::Peer;
+use super::{Peer, Runtime};
 use crate::matrix::builds::repository_root;
 use crate::matrix::reaper::TrackedChild;
 use crate::matrix::redis_server::find_binary;
@@ -19,6 +20,8 @@ use crate::matrix::redis_server::find_binary;
 pub const PEERS_DIR_ENV: &str = "LOADGEN_PEERS_DIR";
 /// Longest `npm ci` of one peer.
 const INSTALL_DEADLINE: Duration = Duration::from_secs(600);
+/// Longest `cargo install` of one peer (Hive Router: about 40 minutes on 2 cores).
+const BUILD_DEADLINE: Duration = Duration::from_secs(2 * 3600);
 
 /// The folder that holds `peers/NAME/`.
 pub fn peers_root() -> anyhow::Result<PathBuf> {
@@ -39,25 +42,109 @@ pub fn folder(peer: &Peer) -> anyhow::Result<PathBuf> {
     Ok(peers_root()?.join(peer.name))
 }
 
-/// Whether `npm ci` has run in the peer's folder (npm writes a hidden lock there).
-pub fn is_installed(dir: &Path) -> bool {
-    dir.join("node_modules")
-        .join(".package-lock.json")
-        .is_file()
+/// Where a Rust peer is built (`cargo install --root`): its variable, or its default
+/// folder under `$HOME`.
+pub fn cargo_root(peer: &Peer) -> anyhow::Result<PathBuf> {
+    let Runtime::Cargo {
+        root_env,
+        default_root,
+        ..
+    } = peer.runtime
+    else {
+        bail!("peer {} is not built by cargo", peer.name);
+    };
+    if let Some(dir) = std::env::var_os(root_env) {
+        return Ok(PathBuf::from(dir));
+    }
+    let home = std::env::var_os("HOME")
+        .ok_or_else(|| anyhow!("peer {}: set {root_env} or HOME", peer.name))?;
+    Ok(PathBuf::from(home).join(default_root))
+}
+
+/// Whether the peer in `dir` is ready to run: `npm ci` has run there (npm writes a
+/// hidden lock), or its binary is built.
+pub fn is_installed(peer: &Peer, dir: &Path) -> bool {
+    match peer.runtime {
+        Runtime::Node { .. } => dir
+            .join("node_modules")
+            .join(".package-lock.json")
+            .is_file(),
+        Runtime::Cargo { binary, .. } => cargo_root(peer)
+            .map(|root| find_binary_in(&root.join("bin"), binary))
+            .unwrap_or(false),
+    }
+}
+
+/// Whether `dir/name` is an executable file.
+fn find_binary_in(dir: &Path, name: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(dir.join(name))
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// What refusing a missing peer says, naming the configuration and the way out.
 pub fn missing_message(peer: &Peer, dir: &Path, config: &str) -> String {
-    format!(
-        "config {config:?}: peer {} is not installed ({} has no node_modules): run `loadgen peers install {}` (npm ci of its committed package-lock.json), or pass --install-peers",
-        peer.name,
-        dir.display(),
-        peer.name
-    )
+    match peer.runtime {
+        Runtime::Node { .. } => format!(
+            "config {config:?}: peer {} is not installed ({} has no node_modules): run `loadgen peers install {}` (npm ci of its committed package-lock.json), or pass --install-peers",
+            peer.name,
+            dir.display(),
+            peer.name
+        ),
+        Runtime::Cargo { krate, version, cost, .. } => format!(
+            "config {config:?}: peer {} is not built ({}): run `loadgen peers install {}` (cargo install {krate} {version}, {cost}), or pass --install-peers",
+            peer.name,
+            cargo_root(peer).map_or_else(|e| e.to_string(), |r| format!("nothing in {}/bin", r.display())),
+            peer.name
+        ),
+    }
+}
+
+/// Install the peer: `npm ci` in its folder, or `cargo install` of its version; a line
+/// is printed before and after.
+pub fn install(peer: &Peer, dir: &Path) -> anyhow::Result<()> {
+    match peer.runtime {
+        Runtime::Node { .. } => npm_ci(peer, dir),
+        Runtime::Cargo {
+            krate,
+            version,
+            features,
+            cost,
+            ..
+        } => {
+            let root = cargo_root(peer)?;
+            eprintln!(
+                "loadgen peers: building {} ({krate} {version} from crates.io) into {} ({cost}; cargo's progress follows) …",
+                peer.name,
+                root.display()
+            );
+            let started = Instant::now();
+            let mut command = Command::new("cargo");
+            command
+                .args(["install", krate, "--version", version, "--locked", "--root"])
+                .arg(&root)
+                .stdin(Stdio::null());
+            if !features.is_empty() {
+                command.args(["--features", &features.join(",")]);
+            }
+            TrackedChild::run_to_end(
+                &format!("cargo install ({})", peer.name),
+                &mut command,
+                BUILD_DEADLINE,
+            )
+            .with_context(|| format!("building peer {}", peer.name))?;
+            eprintln!(
+                "loadgen peers: {} built in {:.0} s",
+                peer.name,
+                started.elapsed().as_secs_f64()
+            );
+            Ok(())
+        }
+    }
 }
 
 /// `npm ci` in the peer's folder, printing a line before and after.
-pub fn install(peer: &Peer, dir: &Path) -> anyhow::Result<()> {
+fn npm_ci(peer: &Peer, dir: &Path) -> anyhow::Result<()> {
     if !dir.join("package-lock.json").is_file() {
         bail!(
             "peer {}: {} has no package-lock.json",
@@ -102,15 +189,24 @@ pub struct Pinned {
     pub version: String,
 }
 
-/// The versions of the peer's gateway and cache packages, from its committed lock.
+/// The versions of the peer's packages: from its committed lock, or its pinned crate.
 pub fn pinned(peer: &Peer, dir: &Path) -> anyhow::Result<Vec<Pinned>> {
+    let packages = match peer.runtime {
+        Runtime::Node { packages } => packages,
+        Runtime::Cargo { krate, version, .. } => {
+            return Ok(vec![Pinned {
+                package: krate.to_string(),
+                version: version.to_string(),
+            }])
+        }
+    };
     let path = dir.join("package-lock.json");
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let lock: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-    std::iter::once(peer.gateway_package)
-        .chain(peer.cache_package)
+    packages
+        .iter()
         .map(|package| {
             let version = lock["packages"][format!("node_modules/{package}")]["version"]
                 .as_str()
@@ -134,8 +230,8 @@ pub fn node_version(node: &Path) -> Option<String> {
 /// What the run found for its peers before anything starts, and records in the manifest.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PreparedPeers {
-    /// The `node` that runs them.
-    pub node: PathBuf,
+    /// The `node` that runs the Node peers (none when only Rust peers run).
+    pub node: Option<PathBuf>,
     pub node_version: Option<String>,
     /// The folder holding `peers/NAME/`.
     pub root: PathBuf,
@@ -181,20 +277,27 @@ pub fn prepare(
     configs: &[(String, super::PeerConfig)],
     install_missing: bool,
 ) -> anyhow::Result<Option<PreparedPeers>> {
-    let Some((first, _)) = configs.first() else {
+    if configs.is_empty() {
         return Ok(None);
+    }
+    // node is needed only when a Node peer runs.
+    let node_user = configs
+        .iter()
+        .find(|(_, c)| matches!(c.peer.runtime, Runtime::Node { .. }));
+    let node = match node_user {
+        Some((config, _)) => Some(find_binary("node").ok_or_else(|| {
+            anyhow!(
+                "config {config:?} runs a Node peer, and node is not on PATH (Node 20: apt-get install -y nodejs npm)"
+            )
+        })?),
+        None => None,
     };
-    let node = find_binary("node").ok_or_else(|| {
-        anyhow!(
-            "config {first:?} runs a peer, and node is not on PATH (Node 20: apt-get install -y nodejs npm)"
-        )
-    })?;
     let root = peers_root()?;
     let mut records = Vec::with_capacity(configs.len());
     for (config, peer_config) in configs {
         let peer = peer_config.peer;
         let dir = root.join(peer.name);
-        if !is_installed(&dir) {
+        if !is_installed(peer, &dir) {
             if !install_missing {
                 bail!(missing_message(peer, &dir, config));
             }
@@ -210,7 +313,7 @@ pub fn prepare(
         });
     }
     Ok(Some(PreparedPeers {
-        node_version: node_version(&node),
+        node_version: node.as_deref().and_then(node_version),
         node,
         root,
         configs: records,

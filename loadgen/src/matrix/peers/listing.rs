@@ -27,10 +27,15 @@ fn print_one(peer: &Peer, dir: &std::path::Path) {
             .join(", "),
         Err(e) => format!("(no lock: {e:#})"),
     };
-    let state = if install::is_installed(dir) {
-        "installed"
-    } else {
-        "not installed: loadgen peers install"
+    let state = match (install::is_installed(peer, dir), peer.runtime) {
+        (true, _) => "installed".to_string(),
+        (false, super::Runtime::Node { .. }) => {
+            format!("not installed: loadgen peers install {}", peer.name)
+        }
+        (false, super::Runtime::Cargo { cost, .. }) => format!(
+            "not built: loadgen peers install {} ({cost}; optional, never by CI)",
+            peer.name
+        ),
     };
     println!("\n{}  [{state}]", peer.name);
     println!("  versions: {versions}");
@@ -44,10 +49,14 @@ fn print_one(peer: &Peer, dir: &std::path::Path) {
     }
 }
 
-/// Install the named peers (all when none is named).
+/// Install the named peers (when none is named, every Node peer: a Rust peer is built
+/// only when named).
 pub fn install_named(names: &[String]) -> anyhow::Result<()> {
     let chosen: Vec<&Peer> = if names.is_empty() {
-        PEERS.iter().collect()
+        PEERS
+            .iter()
+            .filter(|p| matches!(p.runtime, super::Runtime::Node { .. }))
+            .collect()
     } else {
         names
             .iter()

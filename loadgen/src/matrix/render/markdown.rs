@@ -250,19 +250,31 @@ impl Summary {
         let peers: Vec<_> = self
             .configs
             .iter()
-            .filter_map(|c| Some((c.name.as_str(), c.peer.as_ref()?)))
+            .filter_map(|c| Some((c, c.peer.as_ref()?)))
             .collect();
         if !peers.is_empty() {
             let _ = writeln!(
                 out,
                 "\n**Peer gateways**, run in place of the lab's on the same subgraphs, load and rounds; \
                  their answers are checked as the lab's are, before and after every window, and their CPU \
-                 sums their whole process tree. They serve no `/metrics`: cache and upstream counters are \
-                 the subgraphs' or none.\n\n| config | peer, cache and versions | runs with |\n|---|---|---|"
+                 sums their whole process tree. What a peer's cache kept is read from its `/metrics` where \
+                 its launcher serves one in the lab's names (apollo-gateway); the others serve none, and \
+                 their upstream counters are the subgraphs'.\n\n\
+                 | config | peer, cache and versions | what its cache kept | runs with |\n|---|---|---|---|"
             );
-            for (name, peer) in peers {
-                let _ = writeln!(out, "| {name} | {} | {} |", peer.describe(), peer.settings);
+            for (config, peer) in peers {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} |",
+                    config.name,
+                    peer.describe(),
+                    super::peer_cache::kept(peer, &config.median),
+                    peer.settings
+                );
             }
+        }
+        if let Some(table) = super::declared_differences::table(self) {
+            out.push_str(&table);
         }
         if let Some(table) = super::against_baseline::table(self) {
             out.push_str(&table);

@@ -14,11 +14,13 @@
 pub mod against_baseline;
 pub mod cache_memory;
 pub mod chart;
+pub mod declared_differences;
 pub mod frame;
 pub mod html;
 pub mod labels;
 pub mod markdown;
 pub mod overload;
+pub mod peer_cache;
 pub mod per_gateway;
 pub mod round_trips;
 pub mod scale;
