@@ -36,6 +36,10 @@ use crate::workload::Workload;
 const HEALTH_DEADLINE: Duration = Duration::from_secs(60);
 /// Deadline of one answer check.
 pub const PROBE_DEADLINE: Duration = Duration::from_secs(10);
+/// Deadline of the answer check after a window: a gateway slower than its load (a Node
+/// peer on a deep query) still works through the requests the load left in flight, and
+/// the check waits behind them.
+pub const AFTER_LOAD_DEADLINE: Duration = Duration::from_secs(60);
 /// How long a configuration's redis-server may take to answer PING.
 const REDIS_DEADLINE: Duration = Duration::from_secs(20);
 
@@ -365,20 +369,22 @@ impl Stack {
             .collect()
     }
 
-    /// Ask every gateway what the configuration sends, and check the answer. A wrong
-    /// answer is an error, unless the configuration declares a difference expected
-    /// (`expected_difference`): then each one found is returned, as `when: what`.
+    /// Ask every gateway what the configuration sends, each answer within `deadline`,
+    /// and check the answer. A wrong answer is an error, unless the configuration
+    /// declares a difference expected (`expected_difference`): then each one found is
+    /// returned, as `when: what`.
     pub fn check(
         &self,
         rt: &tokio::runtime::Runtime,
         config: &ConfigSpec,
         when: &str,
+        deadline: Duration,
     ) -> anyhow::Result<Vec<String>> {
         let mut differences = Vec::new();
         for (g, _) in &self.gateways {
             let checked = match (&config.query, &config.workload) {
-                (Some(query), _) => rt.block_on(check_query(g.addr, query)),
-                (None, Some(workload)) => rt.block_on(check_workload(g.addr, workload)),
+                (Some(query), _) => rt.block_on(check_query(g.addr, query, deadline)),
+                (None, Some(workload)) => rt.block_on(check_workload(g.addr, workload, deadline)),
                 (None, None) => Ok(()),
             };
             match checked {
@@ -438,14 +444,18 @@ impl std::error::Error for WrongAnswer {}
 
 /// Ask the gateway the configuration's query (`{{n}}` read as 0) and compare with the
 /// expected answer.
-async fn check_query(gateway: SocketAddr, query: &QuerySpec) -> anyhow::Result<()> {
+async fn check_query(
+    gateway: SocketAddr,
+    query: &QuerySpec,
+    deadline: Duration,
+) -> anyhow::Result<()> {
     let answer = http_probe::request(
         gateway,
         Method::POST,
         &query.path,
         &query.headers,
         Some(query.check_body()),
-        PROBE_DEADLINE,
+        deadline,
     )
     .await
     .context("asking the gateway the experiment's query")?;
@@ -474,7 +484,11 @@ async fn check_query(gateway: SocketAddr, query: &QuerySpec) -> anyhow::Result<(
 /// Send every read operation of the workload once, with the first key of each key
 /// set, and check its answer's structure and identities (not versions: writes may
 /// have happened). A write is not sent: it would change the data before the load.
-async fn check_workload(gateway: SocketAddr, workload: &Workload) -> anyhow::Result<()> {
+async fn check_workload(
+    gateway: SocketAddr,
+    workload: &Workload,
+    deadline: Duration,
+) -> anyhow::Result<()> {
     let keys: Vec<u64> = workload.keys.iter().map(|k| k.first).collect();
     let mut recorder = FreshnessRecorder::new(workload);
     for (index, op) in workload.operations.iter().enumerate() {
@@ -492,7 +506,7 @@ async fn check_workload(gateway: SocketAddr, workload: &Workload) -> anyhow::Res
             workload.path(),
             &headers,
             Some(op.body.render(&keys, 0)),
-            PROBE_DEADLINE,
+            deadline,
         )
         .await
         .with_context(|| format!("asking the gateway operation {:?}", op.name))?;

@@ -14,11 +14,13 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 
 use super::http_probe;
-use super::lifecycle::PROBE_DEADLINE;
+/// How long a service may take to answer `/metrics`: a loaded Node peer answers it
+/// behind the requests it holds.
+const SCRAPE_DEADLINE: Duration = Duration::from_secs(30);
 
 /// Scrape one service's `/metrics`.
 pub async fn scrape(addr: SocketAddr) -> anyhow::Result<Scrape> {
-    let answer = http_probe::get(addr, "/metrics", PROBE_DEADLINE).await?;
+    let answer = http_probe::get(addr, "/metrics", SCRAPE_DEADLINE).await?;
     if answer.status != 200 {
         bail!("{addr}/metrics answered {}", answer.status);
     }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use crate::matrix::experiment::{ConfigSpec, Experiment};
-use crate::matrix::lifecycle::{Launch, Stack};
+use crate::matrix::lifecycle::{Launch, Stack, AFTER_LOAD_DEADLINE, PROBE_DEADLINE};
 use crate::matrix::peers::install::PreparedPeers;
 use crate::matrix::profile::ProfileOutcome;
 use crate::matrix::record::{RunRecord, ServiceRecord};
@@ -105,7 +105,7 @@ pub fn run_configuration(
     }
     let mut differences = Vec::new();
     if config.check {
-        differences.extend(stack.check(rt, config, &format!("round {round}"))?);
+        differences.extend(stack.check(rt, config, &format!("round {round}"), PROBE_DEADLINE)?);
     }
     let mut window = measure_window(ctx, config, round, &stack, &tag)?;
     if config.check {
@@ -113,6 +113,7 @@ pub fn run_configuration(
             rt,
             config,
             &format!("round {round}, after the measurement"),
+            AFTER_LOAD_DEADLINE,
         )?);
     }
     let processes: Vec<ServiceRecord> = stack
