@@ -5,6 +5,8 @@
 //! peer that fails to start, and a peer whose answer differs (naming the first
 //! difference), unless the configuration declares that difference expected. Apollo
 //! Gateway's response cache says when the graph's cache hints left it nothing to keep.
+//! A gateway the runner does not start (`url = ...`, here the lab's own, started by the
+//! test as someone's deployment would be) is measured by its answers alone.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -288,5 +290,125 @@ expected_difference = "this stand-in answers p9 for the second post"
         markdown.contains("| mercurius | this stand-in answers p9 for the second post | 2 of 2 |")
             && markdown.contains("data.topPosts[1].pid: expected \"p2\", got \"p9\""),
         "{markdown}"
+    );
+}
+
+/// A child process stopped by PID when dropped.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A free port on 127.0.0.1.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Wait until `port` accepts connections (at most 20 s).
+fn wait_listening(port: u16) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing listens on {port}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_gateway_at_a_url_is_measured_by_its_answers_alone() {
+    // Someone's deployment: the lab's gateway and subgraphs, started here, not by the runner.
+    let bin = require_services();
+    let (user, post, gateway) = (free_port(), free_port(), free_port());
+    let start = |binary: &str, args: Vec<String>| {
+        Running(
+            Command::new(bin.join(binary))
+                .args(args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let _user = start(
+        "user-service",
+        vec!["--listen".into(), format!("127.0.0.1:{user}")],
+    );
+    let _post = start(
+        "post-service",
+        vec!["--listen".into(), format!("127.0.0.1:{post}")],
+    );
+    wait_listening(user);
+    wait_listening(post);
+    let _gateway = start(
+        "gateway",
+        vec![
+            "--listen".into(),
+            format!("127.0.0.1:{gateway}"),
+            "--subgraph".into(),
+            format!("user=http://127.0.0.1:{user}/graphql"),
+            "--subgraph".into(),
+            format!("post=http://127.0.0.1:{post}/graphql"),
+        ],
+    );
+    wait_listening(gateway);
+    let (output, out) = run(
+        "peers-url",
+        &format!("[[config]]\nname = \"theirs\"\nurl = \"http://127.0.0.1:{gateway}/graphql\"\n"),
+        &[],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let theirs = &summary["configs"][0];
+    let round = &theirs["rounds"][0];
+    assert!(round["requests"].as_u64().unwrap() > 0, "{round}");
+    assert_eq!(round["errors"]["transport"], 0, "{round}");
+    // Nothing of its own was started, so nothing of it was measured but its answers.
+    assert!(
+        theirs["median"]["cpu_us_per_request"]["gateway"].is_null(),
+        "{theirs}"
+    );
+    assert!(round["upstream_requests"].is_null(), "{round}");
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("runs/r1-theirs.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        record["services"].as_array().map(Vec::len),
+        Some(0),
+        "{record}"
+    );
+    let markdown = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        markdown.contains(&format!(
+            "| theirs | the gateway at http://127.0.0.1:{gateway}/graphql | not known"
+        )),
+        "{markdown}"
+    );
+
+    // Nothing there: the check before the window says where it asked.
+    drop(_gateway);
+    let (output, _) = run(
+        "peers-url-gone",
+        &format!("[[config]]\nname = \"theirs\"\nurl = \"http://127.0.0.1:{gateway}/graphql\"\n"),
+        &[],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("theirs, round 1: gateway at 127.0.0.1:{gateway}")),
+        "{stderr}"
     );
 }

@@ -65,6 +65,9 @@ pub struct Stack {
     pub proxies: Vec<(ServiceProcess, Duration)>,
     /// Whether the gateway is a peer's (no profile of its own).
     pub peer: bool,
+    /// The gateway the runner did not start (`url = ...`), by name and address: the
+    /// stack then holds no process at all.
+    pub external: Option<(String, SocketAddr)>,
     /// Whether the gateways serve `/metrics`: the lab's do, a peer's when its launcher
     /// speaks the lab's names.
     pub metered: bool,
@@ -107,6 +110,18 @@ pub fn with_redis_url(args: &[String], url: Option<&str>) -> Vec<String> {
 impl Stack {
     /// Start every process of `config` and wait until each is healthy.
     pub fn start(launch: &Launch<'_>, config: &ConfigSpec) -> anyhow::Result<Stack> {
+        if let Some(external) = &config.external {
+            return Ok(Stack {
+                redis: None,
+                cluster: None,
+                subgraphs: Vec::new(),
+                gateways: Vec::new(),
+                proxies: Vec::new(),
+                peer: true,
+                external: Some((GATEWAY.to_string(), external.addr)),
+                metered: false,
+            });
+        }
         let rt = launch.runtime;
         let instances = config.gateways.max(1);
         let cluster_nodes = if config.redis_cluster {
@@ -276,8 +291,22 @@ impl Stack {
             gateways,
             proxies,
             peer: config.peer.is_some(),
+            external: None,
             metered: config.peer.as_ref().is_none_or(|p| p.peer.metrics),
         })
+    }
+
+    /// Where the load goes, by gateway name: the started gateways, or the one at the
+    /// configuration's URL.
+    pub fn targets(&self) -> Vec<(String, SocketAddr)> {
+        match &self.external {
+            Some(external) => vec![external.clone()],
+            None => self
+                .gateways
+                .iter()
+                .map(|(g, _)| (g.name.clone(), g.addr))
+                .collect(),
+        }
     }
 
     /// Every process with the time it took to be healthy: gateways, latency proxies,
@@ -381,10 +410,16 @@ impl Stack {
         deadline: Duration,
     ) -> anyhow::Result<Vec<String>> {
         let mut differences = Vec::new();
-        for (g, _) in &self.gateways {
+        let path = config.external.as_ref().map(|e| e.path.as_str());
+        for (name, addr) in self.targets() {
             let checked = match (&config.query, &config.workload) {
-                (Some(query), _) => rt.block_on(check_query(g.addr, query, deadline)),
-                (None, Some(workload)) => rt.block_on(check_workload(g.addr, workload, deadline)),
+                (Some(query), _) => rt.block_on(check_query(addr, query, deadline)),
+                (None, Some(workload)) => rt.block_on(check_workload(
+                    addr,
+                    workload,
+                    path.unwrap_or(workload.path()),
+                    deadline,
+                )),
                 (None, None) => Ok(()),
             };
             match checked {
@@ -392,12 +427,10 @@ impl Stack {
                 Err(e) if config.expected_difference.is_some() && e.is::<WrongAnswer>() => {
                     let first = e.to_string();
                     let first = first.lines().next().unwrap_or_default();
-                    differences.push(format!("{when}, {}: {first}", g.name));
+                    differences.push(format!("{when}, {name}: {first}"));
                 }
                 Err(e) => {
-                    return Err(
-                        e.context(format!("{}, {when}: {} at {}", config.name, g.name, g.addr))
-                    )
+                    return Err(e.context(format!("{}, {when}: {name} at {addr}", config.name)))
                 }
             }
         }
@@ -487,6 +520,7 @@ async fn check_query(
 async fn check_workload(
     gateway: SocketAddr,
     workload: &Workload,
+    path: &str,
     deadline: Duration,
 ) -> anyhow::Result<()> {
     let keys: Vec<u64> = workload.keys.iter().map(|k| k.first).collect();
@@ -503,7 +537,7 @@ async fn check_workload(
         let answer = http_probe::request(
             gateway,
             Method::POST,
-            workload.path(),
+            path,
             &headers,
             Some(op.body.render(&keys, 0)),
             deadline,

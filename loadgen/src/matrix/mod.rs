@@ -425,7 +425,8 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<PathBuf> {
         c.expected_difference = config.expected_difference.clone();
         c.peer = prepared_peers
             .as_ref()
-            .and_then(|p| p.configs.iter().find(|r| r.config == config.name).cloned());
+            .and_then(|p| p.configs.iter().find(|r| r.config == config.name).cloned())
+            .or_else(|| config.external.as_ref().map(|e| e.record(&config.name)));
         if !config.graph.lab {
             c.subgraph_args = config.subgraph_args.clone();
         }

@@ -56,8 +56,12 @@ impl UpstreamCounter {
     pub const SUBGRAPHS: &'static str = "subgraph_requests_total";
     pub const GATEWAYS: &'static str = "gateway_upstream_requests_total";
 
-    /// The counter summed over one scrape of every service.
+    /// The counter summed over one scrape of every service; `None` when no service
+    /// counts (a gateway the runner did not start, and no subgraphs of its own).
     pub fn total(&self, scrapes: &BTreeMap<String, Scrape>) -> Option<f64> {
+        if self.services.is_empty() {
+            return None;
+        }
         self.services
             .iter()
             .map(|(name, _)| scrapes.get(name).and_then(|s| s.sum(self.metric)))
@@ -167,6 +171,9 @@ impl WindowMetrics {
     /// counters when a subgraph has none).
     pub fn upstream_requests(&self) -> Option<f64> {
         let own: Option<f64> = self.subgraphs.as_ref().and_then(|names| {
+            if names.is_empty() {
+                return None;
+            }
             names
                 .iter()
                 .map(|n| self.of(n, UpstreamCounter::SUBGRAPHS))

@@ -145,6 +145,9 @@ pub(super) struct ConfigFile {
     /// The peer's cache settings, in its own terms (`cache = { ttl = 0 }`).
     #[serde(default)]
     pub(super) cache: Option<toml::Table>,
+    /// A gateway the runner does not start, by URL (`http://HOST:PORT/PATH`).
+    #[serde(default)]
+    pub(super) url: Option<String>,
     /// Why this configuration's answers are expected to differ from the expected
     /// answer: a difference is then recorded and reported instead of stopping the run.
     #[serde(default)]

@@ -155,6 +155,9 @@ pub struct ConfigSpec {
     pub gateway_binary: Option<PathBuf>,
     /// A peer gateway that runs in place of the lab's (`peer = "NAME"`).
     pub peer: Option<PeerConfig>,
+    /// A gateway the runner does not start (`url = "http://…"`): nothing is started
+    /// for the configuration, and the load goes to that address and path.
+    pub external: Option<crate::matrix::peers::external::ExternalGateway>,
     /// Why its answers are expected to differ (`expected_difference = "…"`): a
     /// difference found by the checks is recorded and reported, not a stop.
     pub expected_difference: Option<String>,

@@ -16,6 +16,7 @@ use super::{
 use crate::cli::{parse_duration, parse_duration_or_zero};
 use crate::matrix::graph::GraphSpec;
 use crate::matrix::network::NetworkSpec;
+use crate::matrix::peers::external::ExternalGateway;
 use crate::matrix::peers::PeerConfig;
 use crate::matrix::query::resolve_query;
 use crate::workload::Workload;
@@ -276,6 +277,7 @@ impl Experiment {
                 )));
             }
             let proxied: Vec<String> = graph.started().map(|(_, s)| s.network.clone()).collect();
+            let network_given = c.network.is_some();
             let network = NetworkSpec::resolve(c.network.unwrap_or_default(), &at, redis, &proxied)
                 .map_err(invalid)?;
             if !graph.lab {
@@ -338,6 +340,53 @@ impl Experiment {
                     }
                     Some(PeerConfig::check(&at, name, cache.as_ref()).map_err(invalid)?)
                 }
+            };
+            let external = match &c.url {
+                None => None,
+                Some(url) => {
+                    let refused = [
+                        (c.peer.is_some(), "peer (a configuration runs one gateway)"),
+                        (
+                            c.cache.is_some(),
+                            "cache = {...} (the runner does not start that gateway)",
+                        ),
+                        (
+                            !c.gateway.is_empty(),
+                            "gateway = [...] (the lab's gateway's flags)",
+                        ),
+                        (
+                            c.build.is_some(),
+                            "build = {...} (a build of the lab's gateway)",
+                        ),
+                        (
+                            c.redis.is_some(),
+                            "redis (the runner starts nothing for it)",
+                        ),
+                        (c.gateways.is_some_and(|n| n != 1), "gateways (one address)"),
+                        (
+                            network_given,
+                            "network (the runner starts no subgraphs for it)",
+                        ),
+                        (
+                            !c.subgraphs.is_empty()
+                                || !c.user_service.is_empty()
+                                || !c.post_service.is_empty(),
+                            "subgraph arguments (the runner starts no subgraphs for it)",
+                        ),
+                    ];
+                    if let Some((_, what)) = refused.iter().find(|(set, _)| *set) {
+                        return Err(invalid(format!("{at}: url = {url:?} cannot take {what}")));
+                    }
+                    Some(ExternalGateway::parse(&at, url).map_err(invalid)?)
+                }
+            };
+            // Every request to such a gateway goes to its URL's path.
+            let query = match (query, &external) {
+                (Some(mut q), Some(e)) => {
+                    q.path = e.path.clone();
+                    Some(q)
+                }
+                (query, _) => query,
             };
             let check = c.check.unwrap_or(true);
             let expected_difference = match c.expected_difference {
@@ -416,6 +465,7 @@ impl Experiment {
                 build: c.build.map(|b| b.check(&at)).transpose().map_err(invalid)?,
                 gateway_binary: None,
                 peer,
+                external,
                 expected_difference,
             });
         }

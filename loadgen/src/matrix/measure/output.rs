@@ -130,7 +130,10 @@ pub(super) fn round_output(
         client_requests,
         window_wall,
     ));
-    let gateway_cpu_cores = cpu_figures.first().and_then(|g| g.cores);
+    let gateway_cpu_cores = cpu_figures
+        .iter()
+        .find(|p| p.name == GATEWAY)
+        .and_then(|g| g.cores);
     // The resolver cache's counters; a gateway with only a request-level strategy
     // (`--request-strategy coalesce | response`) reports that strategy's instead.
     let counter = |what: &str| {

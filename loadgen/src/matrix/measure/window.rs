@@ -63,12 +63,14 @@ fn bench_plan(
         ),
         (None, None) => return Err(anyhow!("{}: nothing to send", config.name)),
     };
+    // A gateway at a URL of the configuration's: its own path, for a workload too.
+    let path = config.external.as_ref().map_or(path, |e| e.path.clone());
     let templates = stack
-        .gateways
+        .targets()
         .iter()
-        .map(|(g, _)| {
+        .map(|(_, addr)| {
             RequestTemplate::with_numbering(
-                &format!("http://{}{path}", g.addr),
+                &format!("http://{addr}{path}"),
                 Some("POST"),
                 &headers,
                 body.clone(),

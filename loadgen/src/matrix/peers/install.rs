@@ -260,6 +260,9 @@ impl PeerRecord {
             .iter()
             .map(|v| format!("{} {}", v.package, v.version))
             .collect();
+        if versions.is_empty() {
+            return self.label.clone();
+        }
         format!("{} ({})", self.label, versions.join(", "))
     }
 }

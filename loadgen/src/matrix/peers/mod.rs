@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+pub mod external;
 pub mod install;
 pub mod listing;
 pub mod supergraph;

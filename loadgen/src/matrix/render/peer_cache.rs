@@ -9,6 +9,9 @@ use crate::matrix::summary::Medians;
 /// `hit ratio 99.9% (0.1% stored, 0.0% not cacheable)`, `nothing: …`, `no cache`, or
 /// `not reported (…)`, from the medians of the rounds.
 pub fn kept(peer: &PeerRecord, median: &Medians) -> String {
+    if peer.peer == "url" {
+        return "not known (a gateway the runner does not start)".to_string();
+    }
     if peer.cache.is_empty() {
         return "no cache".to_string();
     }
