@@ -31,25 +31,16 @@ const { ApolloServer, HeaderMap } = require('@apollo/server')
 const { ApolloGateway, RemoteGraphQLDataSource } = require('@apollo/gateway')
 const responseCachePlugin = require('@apollo/server-plugin-response-cache').default
 const { InMemoryLRUCache } = require('@apollo/utils.keyvaluecache')
+const { parseFlags } = require('../flags')
 
 // The largest request body read, as the lab's gateway bounds its own.
 const BODY_LIMIT = 1 << 20
 
-function parse (argv) {
-  const out = { port: undefined, supergraph: undefined, responseTtl: undefined }
-  for (let i = 0; i < argv.length; i += 2) {
-    const flag = argv[i]
-    const value = argv[i + 1]
-    if (value === undefined) throw new Error(`${flag} needs a value`)
-    if (flag === '--port') out.port = Number(value)
-    else if (flag === '--supergraph') out.supergraph = value
-    else if (flag === '--response-ttl') out.responseTtl = Number(value)
-    else throw new Error(`unknown flag ${flag}`)
-  }
-  if (!Number.isInteger(out.port)) throw new Error('--port PORT is required')
-  if (!out.supergraph) throw new Error('--supergraph FILE is required')
-  if (out.responseTtl !== undefined && !(out.responseTtl >= 0)) throw new Error('--response-ttl must be a number of seconds, 0 or more')
-  return out
+// The flags loadgen passes (../flags.js says how they are read).
+const FLAGS = {
+  '--port': { key: 'port', kind: 'port', required: true },
+  '--supergraph': { key: 'supergraph', kind: 'text', required: true },
+  '--response-ttl': { key: 'responseTtl', kind: 'seconds' }
 }
 
 // What /metrics reports.
@@ -113,7 +104,7 @@ function readBody (req) {
 }
 
 async function main () {
-  const args = parse(process.argv.slice(2))
+  const args = parseFlags(process.argv.slice(2), FLAGS)
   const supergraphSdl = fs.readFileSync(args.supergraph, 'utf8')
   const gateway = new ApolloGateway({
     supergraphSdl,

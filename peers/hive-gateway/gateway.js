@@ -14,26 +14,17 @@
 // the entities a mutation returns. GET /readiness answers once the supergraph is loaded.
 process.env.NODE_ENV = process.env.NODE_ENV || 'production'
 const path = require('node:path')
+const { parseFlags } = require('../flags')
 
-function parse (argv) {
-  const out = { port: undefined, supergraph: undefined, responseTtl: undefined }
-  for (let i = 0; i < argv.length; i += 2) {
-    const flag = argv[i]
-    const value = argv[i + 1]
-    if (value === undefined) throw new Error(`${flag} needs a value`)
-    if (flag === '--port') out.port = Number(value)
-    else if (flag === '--supergraph') out.supergraph = value
-    else if (flag === '--response-ttl') out.responseTtl = Number(value)
-    else throw new Error(`unknown flag ${flag}`)
-  }
-  if (!Number.isInteger(out.port)) throw new Error('--port PORT is required')
-  if (!out.supergraph) throw new Error('--supergraph FILE is required')
-  if (out.responseTtl !== undefined && !(out.responseTtl >= 0)) throw new Error('--response-ttl must be a number of seconds, 0 or more')
-  return out
+// The flags loadgen passes (../flags.js says how they are read).
+const FLAGS = {
+  '--port': { key: 'port', kind: 'port', required: true },
+  '--supergraph': { key: 'supergraph', kind: 'text', required: true },
+  '--response-ttl': { key: 'responseTtl', kind: 'seconds' }
 }
 
 try {
-  const args = parse(process.argv.slice(2))
+  const args = parseFlags(process.argv.slice(2), FLAGS)
   // gateway.config.js reads the cache's TTL from here.
   if (args.responseTtl !== undefined) process.env.LAB_RESPONSE_TTL_MS = String(Math.round(args.responseTtl * 1000))
   // The CLI's ES module build: its CommonJS build default-imports cache-control-parser,

@@ -20,28 +20,23 @@ const Fastify = require('fastify')
 const mercuriusGateway = require('@mercuriusjs/gateway')
 const cache = require('mercurius-cache')
 const { toFederation1 } = require('./federation1')
+const { parseFlags } = require('../flags')
 
 // How long a subgraph may take to give its SDL.
 const SDL_DEADLINE_MS = 10000
 
-function parse (argv) {
-  const out = { port: undefined, subgraphs: [], ttl: undefined }
-  for (let i = 0; i < argv.length; i += 2) {
-    const flag = argv[i]
-    const value = argv[i + 1]
-    if (value === undefined) throw new Error(`${flag} needs a value`)
-    if (flag === '--port') out.port = Number(value)
-    else if (flag === '--subgraph') {
-      const at = value.indexOf('=')
-      if (at < 1) throw new Error(`--subgraph ${value}: expected NAME=URL`)
-      out.subgraphs.push({ name: value.slice(0, at), url: value.slice(at + 1) })
-    } else if (flag === '--ttl') out.ttl = Number(value)
-    else throw new Error(`unknown flag ${flag}`)
-  }
-  if (!Number.isInteger(out.port)) throw new Error('--port PORT is required')
-  if (out.subgraphs.length === 0) throw new Error('at least one --subgraph NAME=URL is required')
-  if (out.ttl !== undefined && !(out.ttl >= 0)) throw new Error('--ttl must be a number of seconds, 0 or more')
-  return out
+// The flags loadgen passes (../flags.js says how they are read).
+const FLAGS = {
+  '--port': { key: 'port', kind: 'port', required: true },
+  '--subgraph': { key: 'subgraphs', kind: 'list', required: true },
+  '--ttl': { key: 'ttl', kind: 'seconds' }
+}
+
+// `--subgraph NAME=URL`, as a name and a URL.
+function subgraphOf (value) {
+  const at = value.indexOf('=')
+  if (at < 1) throw new Error(`--subgraph ${value}: expected NAME=URL`)
+  return { name: value.slice(0, at), url: value.slice(at + 1) }
 }
 
 async function sdlOf ({ name, url }) {
@@ -58,7 +53,8 @@ async function sdlOf ({ name, url }) {
 }
 
 async function main () {
-  const args = parse(process.argv.slice(2))
+  const args = parseFlags(process.argv.slice(2), FLAGS)
+  args.subgraphs = args.subgraphs.map(subgraphOf)
   const sdls = toFederation1(await Promise.all(args.subgraphs.map(sdlOf)))
   // The caller's credentials go on to every subgraph, as the lab's gateway sends them.
   const rewriteHeaders = (headers) => (headers && headers.authorization ? { authorization: headers.authorization } : {})

@@ -118,7 +118,6 @@ pub fn install(peer: &Peer, dir: &Path) -> anyhow::Result<()> {
                 peer.name,
                 root.display()
             );
-            let started = Instant::now();
             let mut command = Command::new("cargo");
             command
                 .args(["install", krate, "--version", version, "--locked", "--root"])
@@ -127,20 +126,29 @@ pub fn install(peer: &Peer, dir: &Path) -> anyhow::Result<()> {
             if !features.is_empty() {
                 command.args(["--features", &features.join(",")]);
             }
-            TrackedChild::run_to_end(
-                &format!("cargo install ({})", peer.name),
-                &mut command,
-                BUILD_DEADLINE,
-            )
-            .with_context(|| format!("building peer {}", peer.name))?;
-            eprintln!(
-                "loadgen peers: {} built in {:.0} s",
-                peer.name,
-                started.elapsed().as_secs_f64()
-            );
-            Ok(())
+            run_step(peer, "cargo install", "built", &mut command, BUILD_DEADLINE)
         }
     }
+}
+
+/// Run one install step of `peer` (`npm ci`, `cargo install`) to its end within
+/// `deadline`, as a child that dies with loadgen, and say how long it took.
+fn run_step(
+    peer: &Peer,
+    step: &str,
+    done: &str,
+    command: &mut Command,
+    deadline: Duration,
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    TrackedChild::run_to_end(&format!("{step} ({})", peer.name), command, deadline)
+        .with_context(|| format!("{step} of peer {}", peer.name))?;
+    eprintln!(
+        "loadgen peers: {} {done} in {:.0} s",
+        peer.name,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
 }
 
 /// `npm ci` in the peer's folder, printing a line before and after.
@@ -164,22 +172,16 @@ fn npm_ci(peer: &Peer, dir: &Path) -> anyhow::Result<()> {
         dir.display(),
         INSTALL_DEADLINE.as_secs() / 60
     );
-    let started = Instant::now();
-    TrackedChild::run_to_end(
-        &format!("npm ci ({})", peer.name),
+    run_step(
+        peer,
+        "npm ci",
+        "installed",
         Command::new(npm)
             .current_dir(dir)
             .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
             .stdin(Stdio::null()),
         INSTALL_DEADLINE,
     )
-    .with_context(|| format!("installing peer {}", peer.name))?;
-    eprintln!(
-        "loadgen peers: {} installed in {:.0} s",
-        peer.name,
-        started.elapsed().as_secs_f64()
-    );
-    Ok(())
 }
 
 /// An npm package and the version the peer's lock pins.
