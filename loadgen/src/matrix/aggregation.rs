@@ -344,14 +344,22 @@ impl Summary {
                     .next()
                     .cloned()
                     .unwrap_or_default();
-                warnings.insert(
-                    0,
-                    format!(
-                        "**WRONG ANSWERS**: {}: {wrong} answer(s) could not be right (e.g. {example}); \
-                         see runs/*.json, workload.wrong_answer_examples",
+                match &c.expected_difference {
+                    Some(why) => warnings.push(format!(
+                        "{}: {wrong} answer(s) could not be right (e.g. {example}), as the configuration \
+                         declares ({why}); see \"Answers declared to differ\" and runs/*.json, \
+                         workload.wrong_answer_examples",
                         c.name
+                    )),
+                    None => warnings.insert(
+                        0,
+                        format!(
+                            "**WRONG ANSWERS**: {}: {wrong} answer(s) could not be right (e.g. {example}); \
+                             see runs/*.json, workload.wrong_answer_examples",
+                            c.name
+                        ),
                     ),
-                );
+                }
             }
             if let Some(coverage) = c
                 .median
