@@ -410,16 +410,13 @@ impl Stack {
         deadline: Duration,
     ) -> anyhow::Result<Vec<String>> {
         let mut differences = Vec::new();
-        let path = config.external.as_ref().map(|e| e.path.as_str());
+        let path = config.path();
         for (name, addr) in self.targets() {
             let checked = match (&config.query, &config.workload) {
-                (Some(query), _) => rt.block_on(check_query(addr, query, deadline)),
-                (None, Some(workload)) => rt.block_on(check_workload(
-                    addr,
-                    workload,
-                    path.unwrap_or(workload.path()),
-                    deadline,
-                )),
+                (Some(query), _) => rt.block_on(check_query(addr, query, path, deadline)),
+                (None, Some(workload)) => {
+                    rt.block_on(check_workload(addr, workload, path, deadline))
+                }
                 (None, None) => Ok(()),
             };
             match checked {
@@ -480,12 +477,13 @@ impl std::error::Error for WrongAnswer {}
 async fn check_query(
     gateway: SocketAddr,
     query: &QuerySpec,
+    path: &str,
     deadline: Duration,
 ) -> anyhow::Result<()> {
     let answer = http_probe::request(
         gateway,
         Method::POST,
-        &query.path,
+        path,
         &query.headers,
         Some(query.check_body()),
         deadline,

@@ -163,6 +163,21 @@ pub struct ConfigSpec {
     pub expected_difference: Option<String>,
 }
 
+impl ConfigSpec {
+    /// The path every request of this configuration goes to: a gateway at a URL's own
+    /// (`url = ...`), else its query's or its workload's.
+    pub fn path(&self) -> &str {
+        if let Some(external) = &self.external {
+            return &external.path;
+        }
+        match (&self.query, &self.workload) {
+            (Some(query), _) => &query.path,
+            (None, Some(workload)) => workload.path(),
+            (None, None) => "/graphql",
+        }
+    }
+}
+
 /// A validated experiment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Experiment {

@@ -380,14 +380,6 @@ impl Experiment {
                     Some(ExternalGateway::parse(&at, url).map_err(invalid)?)
                 }
             };
-            // Every request to such a gateway goes to its URL's path.
-            let query = match (query, &external) {
-                (Some(mut q), Some(e)) => {
-                    q.path = e.path.clone();
-                    Some(q)
-                }
-                (query, _) => query,
-            };
             let check = c.check.unwrap_or(true);
             let expected_difference = match c.expected_difference {
                 Some(why) if why.trim().is_empty() => {

@@ -96,7 +96,7 @@ pub fn run_configuration(
     .with_context(|| format!("round {round}, {}", config.name))?;
     // The lab's gateway validates what is sent without running it; a peer cannot, and
     // is judged by its answers alone.
-    if config.peer.is_none() && config.external.is_none() {
+    if !stack.peer {
         rt.block_on(super::validation::validate(
             stack.gateways[0].0.addr,
             config,

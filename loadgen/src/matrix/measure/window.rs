@@ -34,17 +34,15 @@ fn bench_plan(
     config: &ConfigSpec,
     stack: &Stack,
 ) -> anyhow::Result<BenchPlan> {
-    let (path, headers, body, numbered) = match (&config.query, &config.workload) {
+    let (headers, body, numbered) = match (&config.query, &config.workload) {
         // A document of several operations names the one that runs: the body is
         // written as the answer check sends it.
         (Some(q), _) if q.operation_name.is_some() => (
-            q.path.clone(),
             q.headers.clone(),
             BodySource::Json(q.body().into_bytes()),
             false,
         ),
         (Some(q), _) => (
-            q.path.clone(),
             q.headers.clone(),
             BodySource::GraphQl {
                 query: q.document.clone(),
@@ -52,8 +50,7 @@ fn bench_plan(
             },
             q.unique_literals,
         ),
-        (None, Some(w)) => (
-            w.path().to_string(),
+        (None, Some(_)) => (
             Vec::new(),
             BodySource::GraphQl {
                 query: String::new(),
@@ -63,8 +60,7 @@ fn bench_plan(
         ),
         (None, None) => return Err(anyhow!("{}: nothing to send", config.name)),
     };
-    // A gateway at a URL of the configuration's: its own path, for a workload too.
-    let path = config.external.as_ref().map_or(path, |e| e.path.clone());
+    let path = config.path();
     let templates = stack
         .targets()
         .iter()

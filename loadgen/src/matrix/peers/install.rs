@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::{Peer, Runtime};
 use crate::matrix::builds::repository_root;
 use crate::matrix::reaper::TrackedChild;
-use crate::matrix::redis_server::find_binary;
+use crate::matrix::redis_server::{find_binary, is_executable};
 
 /// Overrides where the peers' folders are (tests use a copy).
 pub const PEERS_DIR_ENV: &str = "LOADGEN_PEERS_DIR";
@@ -70,16 +70,9 @@ pub fn is_installed(peer: &Peer, dir: &Path) -> bool {
             .join(".package-lock.json")
             .is_file(),
         Runtime::Cargo { binary, .. } => cargo_root(peer)
-            .map(|root| find_binary_in(&root.join("bin"), binary))
+            .map(|root| is_executable(&root.join("bin").join(binary)))
             .unwrap_or(false),
     }
-}
-
-/// Whether `dir/name` is an executable file.
-fn find_binary_in(dir: &Path, name: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(dir.join(name))
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// What refusing a missing peer says, naming the configuration and the way out.
