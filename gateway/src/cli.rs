@@ -13,6 +13,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::caching::requests::RequestStrategy;
 use crate::caching::{build_strategies, RedisSettings, RedisTarget, StorageKind};
 use crate::documents::limits::LimitArgs;
+use crate::documents::persisted::{PersistedSettings, TrustedDocuments};
 use crate::runtime::RuntimeShape;
 use crate::server::request::RequestLimits;
 use crate::startup::{Backoff, GatewayConfig, GraphSource};
@@ -150,6 +151,19 @@ pub struct Cli {
     /// Bound of the parsed-document cache, in bytes of estimated heap (0 disables it).
     #[arg(long, default_value_t = 32 << 20)]
     pub doc_cache_bytes: u64,
+    /// Trusted documents: Apollo's persisted query manifest, or a JSON map of id to
+    /// document. A request names one by "documentId" or by
+    /// extensions.persistedQuery.sha256Hash.
+    #[arg(long, value_name = "FILE")]
+    pub persisted_documents: Option<std::path::PathBuf>,
+    /// Run only the trusted documents of --persisted-documents, named by id (a
+    /// safelist): any text, and any other id, is refused.
+    #[arg(long, requires = "persisted_documents")]
+    pub require_persisted: bool,
+    /// Bound of the automatic persisted queries' store (APQ), in bytes of text
+    /// (0 turns APQ off).
+    #[arg(long, value_name = "BYTES", default_value_t = 8 << 20)]
+    pub apq_cache_bytes: u64,
     /// Whether a mutation drops the cached entries that refer to the entities it
     /// returned: on (the default), or off (entries live until their ttl, as in
     /// mercurius-cache without references).
@@ -479,6 +493,14 @@ impl Cli {
             request_strategy: self.request_strategy.clone(),
             invalidation: self.invalidation,
             doc_cache_bytes: self.doc_cache_bytes,
+            persisted: PersistedSettings {
+                trusted: match &self.persisted_documents {
+                    Some(path) => Some(std::sync::Arc::new(TrustedDocuments::read(path)?)),
+                    None => None,
+                },
+                require: self.require_persisted,
+                apq_bytes: self.apq_cache_bytes,
+            },
         })
     }
 }

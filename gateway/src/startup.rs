@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context as _};
 
 use crate::caching::requests::{RequestCache, RequestStrategy};
-use crate::caching::{CacheSettings, ResolverCache};
+use crate::caching::{CacheSettings, ResolverCache, StorageKind};
+use crate::documents::persisted::{PersistedDocuments, PersistedSettings};
 use crate::documents::validation::Validator;
 use crate::documents::{DocumentCache, DocumentLimits};
 use crate::execute::Executor;
@@ -79,6 +80,8 @@ pub struct GatewayConfig {
     pub invalidation: bool,
     /// Bound of the parsed-document cache in bytes; 0 disables it.
     pub doc_cache_bytes: u64,
+    /// Trusted documents, the safelist and the APQ store's bound.
+    pub persisted: PersistedSettings,
     /// The shards the gateway runs on ([`crate::runtime`]; 1 under the pool): the
     /// upstream keeps idle subgraph connections per shard.
     pub shards: usize,
@@ -224,6 +227,22 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
         supergraph: supergraph.clone(),
         max_answer_bytes: config.documents.max_answer_bytes,
     };
+    // APQ registrations are shared through the cache's Redis, when it has one.
+    let fleet = match &config.cache {
+        Some(c) if c.storage != StorageKind::Memory => match &c.redis {
+            Some(r) => Some(
+                r.target
+                    .store_builder()
+                    .command_timeout(r.command_timeout)
+                    .build()
+                    .map_err(|e| anyhow!("{}: {e}", r.target.describe()))?,
+            ),
+            None => None,
+        },
+        _ => None,
+    };
+    let persisted = Arc::new(PersistedDocuments::new(&config.persisted, fleet));
+    metrics.add_source(&persisted, PersistedDocuments::prometheus);
     let turns = Arc::new(Turns::new(config.requests.max_executing));
     metrics.add_source(&turns, Turns::prometheus);
     Ok(Arc::new(App {
@@ -238,5 +257,6 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
         documents,
         document_limits: config.documents.clone(),
         turns,
+        persisted,
     }))
 }

@@ -132,6 +132,21 @@ fn bad_limits_are_refused_by_name() {
     refused(&["--max-subgraph-requests", "0"], "--max-subgraph-requests");
     refused(&["--max-answer-bytes", "0"], "--max-answer-bytes");
     refused(&["--introspection", "maybe"], "--introspection");
+    refused(&["--require-persisted"], "--persisted-documents");
+    refused(&["--apq-cache-bytes", "lots"], "--apq-cache-bytes");
+    let missing = std::env::temp_dir().join("gateway-cli-no-such-manifest.json");
+    let missing = missing.to_str().unwrap();
+    refused(&["--persisted-documents", missing], "--persisted-documents");
+    let bad = std::env::temp_dir().join(format!(
+        "gateway-cli-bad-manifest-{}.json",
+        std::process::id()
+    ));
+    std::fs::write(&bad, r#"{"q1": "{ me { "}"#).unwrap();
+    refused(
+        &["--persisted-documents", bad.to_str().unwrap()],
+        "the document of id \"q1\" does not parse",
+    );
+    std::fs::remove_file(&bad).unwrap();
 }
 
 #[tokio::test]

@@ -335,3 +335,57 @@ async fn a_policy_keeps_one_field_in_memory_while_the_rest_is_shared() {
     b.query(local).await;
     assert_eq!(subgraph_requests(&user, &post).await, before + 1.0);
 }
+
+/// An APQ registration sent to one gateway is known to another on the same Redis
+/// (issue 55): the second answers the hash alone without ever being sent the text.
+#[tokio::test]
+async fn apq_registrations_reach_every_gateway_sharing_redis() {
+    use sha2::{Digest, Sha256};
+    let redis = Redis::start();
+    let user = Server::start(user_router()).await;
+    let post = Server::start(post_router()).await;
+    let url = redis.url();
+    let flags = ["--ttl", "10", "--storage", "redis", "--redis", &url];
+    let a = Gateway::start(&user, &post, &flags).await;
+    let b = Gateway::start(&user, &post, &flags).await;
+    let query = "{ topPosts(count: 2) { pid title } }";
+    let hash: String = Sha256::digest(query.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let named = serde_json::json!({
+        "extensions": { "persistedQuery": { "version": 1, "sha256Hash": hash } }
+    });
+    let unknown = b.post_json(&named).await;
+    assert_eq!(
+        unknown["errors"][0]["extensions"]["code"], "PERSISTED_QUERY_NOT_FOUND",
+        "{unknown}"
+    );
+    let mut with_text = named.clone();
+    with_text["query"] = query.into();
+    let expected = a.post_json(&with_text).await;
+    assert!(expected["data"]["topPosts"].is_array(), "{expected}");
+    // The registration is written to Redis in the background: wait for it (bounded).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let answer = b.post_json(&named).await;
+        if answer == expected {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "gateway b never learnt the hash: {answer}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let fleet_hits = b
+        .metric("gateway_persisted_documents_total{outcome=\"apq_fleet_hit\"}")
+        .await;
+    assert_eq!(fleet_hits, 1.0);
+    // Kept locally from then on.
+    assert_eq!(b.post_json(&named).await, expected);
+    let local_hits = b
+        .metric("gateway_persisted_documents_total{outcome=\"apq_hit\"}")
+        .await;
+    assert_eq!(local_hits, 1.0);
+}

@@ -37,6 +37,7 @@ pub mod cost;
 pub mod lexical;
 pub mod limits;
 mod operation;
+pub mod persisted;
 pub mod validation;
 mod variables;
 mod weigh;

@@ -45,6 +45,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
 use crate::caching::requests::{Answer, Produced, RequestCache};
+use crate::documents::persisted::{PersistedDocuments, Resolved};
 use crate::documents::validation::Validator;
 use crate::documents::{
     admit, check_variables, lexical, operation, CachedDocument, DocumentCache, DocumentKey,
@@ -74,6 +75,8 @@ pub struct App {
     pub document_limits: DocumentLimits,
     /// Turns at execution (`--max-executing-requests`).
     pub turns: Arc<Turns>,
+    /// Trusted documents and APQ registrations.
+    pub persisted: Arc<PersistedDocuments>,
 }
 
 /// The answer to a request that never reached execution: a 4xx with its message.
@@ -166,8 +169,18 @@ pub async fn handle(
     via_get: bool,
     run: Run,
 ) -> Response {
-    let text: &str = &request.query;
-    let key = DocumentKey::of(text);
+    // 0. The document's text: sent, or named (a persisted document).
+    let resolved = app
+        .persisted
+        .resolve(request.query.as_deref(), request.naming.as_ref())
+        .await;
+    let (text, key, register): (&str, DocumentKey, _) = match &resolved {
+        Ok(Resolved::Sent { text, register }) => (text, DocumentKey::of(text), *register),
+        Ok(Resolved::Kept(kept)) => (&kept.text, kept.key, None),
+        Err(refused) => {
+            return not_executed(vec![refused.to_error()], media, &app.metrics, started)
+        }
+    };
     let cached = app.documents.get(key, text);
     let mut variables = match &request.variables {
         Some(map) if !map.is_empty() => {
@@ -196,7 +209,10 @@ pub async fn handle(
                 return refused(refusal, media, &app.metrics, started);
             }
             let entry = CachedDocument {
-                text: Arc::from(text),
+                text: match &resolved {
+                    Ok(Resolved::Kept(kept)) => kept.text.clone(),
+                    _ => Arc::from(text),
+                },
                 doc: Arc::new(doc),
                 plans: Arc::new([]),
             };
@@ -241,6 +257,10 @@ pub async fn handle(
         if let Err(errors) = Box::pin(validation).await {
             return not_executed(errors, media, &app.metrics, started);
         }
+    }
+    if let Some(hash) = register {
+        // An APQ hash sent with its text: registered once the document has validated.
+        app.persisted.register(hash, &entry.text, key);
     }
     // 3. The plan, and its cost.
     let (plan, estimated) = match plan_for(app, key, &entry, op, operation_name, &variables, fresh)

@@ -19,6 +19,8 @@ use axum::http::{header, HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::documents::persisted::Naming;
+
 /// Limits on what a client may send.
 #[derive(Debug, Clone)]
 pub struct RequestLimits {
@@ -119,35 +121,92 @@ impl MediaType {
 
 /// A GraphQL request as the client sent it.
 pub struct GraphqlRequest<'b> {
-    pub query: Cow<'b, str>,
+    /// The document's text; absent when the request names a persisted document
+    /// alone.
+    pub query: Option<Cow<'b, str>>,
     /// The `variables` object, when sent and not null.
     pub variables: Option<serde_json::Map<String, serde_json::Value>>,
     pub operation_name: Option<Cow<'b, str>>,
     /// `extensions.cost: true`: the client asks for the operation's estimated cost and
     /// its answer's size in the response's `extensions`.
     pub cost: bool,
+    /// The persisted document the request names: `extensions.persistedQuery`'s
+    /// `sha256Hash` or `documentId` ([`crate::documents::persisted`]).
+    pub naming: Option<Naming>,
 }
 
 /// What the gateway reads of a request's `extensions` (other members are ignored).
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct Extensions {
     #[serde(default)]
     cost: bool,
+    #[serde(default, rename = "persistedQuery")]
+    persisted_query: Option<PersistedQuery>,
+}
+
+/// `extensions.persistedQuery`, Apollo's automatic persisted queries.
+#[derive(Deserialize)]
+struct PersistedQuery {
+    version: serde_json::Value,
+    #[serde(rename = "sha256Hash")]
+    sha256_hash: String,
 }
 
 /// The client's `extensions` (a JSON object, or null), as far as the gateway reads it.
 fn extensions(text: &str) -> Result<Extensions, Rejection> {
     if text == "null" {
-        return Ok(Extensions { cost: false });
+        return Ok(Extensions::default());
     }
     if !text.trim_start().starts_with('{') {
         return Err(Rejection::bad_request("\"extensions\" must be an object"));
     }
-    serde_json::from_str(text).map_err(|e| {
+    let read: Extensions = serde_json::from_str(text).map_err(|e| {
         Rejection::bad_request(format!(
-            "\"extensions\" could not be read ({e}): \"cost\", when sent, must be a boolean"
+            "\"extensions\" could not be read ({e}): \"cost\", when sent, must be a boolean, and \"persistedQuery\" an object with \"version\" and a \"sha256Hash\" string"
         ))
-    })
+    })?;
+    if let Some(pq) = &read.persisted_query {
+        if pq.version != serde_json::json!(1) {
+            return Err(Rejection::bad_request(format!(
+                "extensions.persistedQuery.version is {}; the version known is 1",
+                pq.version
+            )));
+        }
+    }
+    Ok(read)
+}
+
+/// The persisted document a request names, from its `extensions` and `documentId`;
+/// refused when it names two, or names one and sends a text with `documentId`.
+fn naming(
+    extensions: Extensions,
+    document_id: Option<String>,
+    has_query: bool,
+) -> Result<(bool, Option<Naming>), Rejection> {
+    let hash = extensions
+        .persisted_query
+        .map(|pq| Naming::Hash(pq.sha256_hash));
+    let naming = match (hash, document_id) {
+        (Some(_), Some(_)) => {
+            return Err(Rejection::bad_request(
+                "the request names a document twice: send \"documentId\" or extensions.persistedQuery, not both",
+            ))
+        }
+        (Some(hash), None) => Some(hash),
+        (None, Some(id)) if has_query => {
+            return Err(Rejection::bad_request(format!(
+                "the request sends \"documentId\" ({id:?}) and a \"query\": send one of them"
+            )))
+        }
+        (None, Some(id)) => Some(Naming::DocumentId(id)),
+        (None, None) if !has_query => {
+            return Err(Rejection::bad_request(
+                "the request has no \"query\" (nor \"documentId\" or extensions.persistedQuery)",
+            ))
+        }
+        (None, None) => None,
+    };
+    Ok((extensions.cost, naming))
 }
 
 /// The members of a JSON body, each left raw until its type is checked.
@@ -161,6 +220,8 @@ struct Members<'b> {
     operation_name: Option<&'b RawValue>,
     #[serde(borrow)]
     extensions: Option<&'b RawValue>,
+    #[serde(borrow, rename = "documentId")]
+    document_id: Option<&'b RawValue>,
 }
 
 /// A string member, borrowed from the body when it has no escapes.
@@ -192,10 +253,11 @@ impl<'b> GraphqlRequest<'b> {
             }
         })?;
         let query = match members.query {
-            None => return Err(Rejection::bad_request("the request has no \"query\"")),
-            Some(raw) => {
-                string(raw).ok_or_else(|| Rejection::bad_request("\"query\" must be a string"))?
-            }
+            None => None,
+            Some(raw) if is_null(raw) => None,
+            Some(raw) => Some(
+                string(raw).ok_or_else(|| Rejection::bad_request("\"query\" must be a string"))?,
+            ),
         };
         let variables = match members.variables {
             None => None,
@@ -213,22 +275,31 @@ impl<'b> GraphqlRequest<'b> {
                     .ok_or_else(|| Rejection::bad_request("\"operationName\" must be a string"))?,
             ),
         };
-        let cost = match members.extensions {
-            Some(raw) => extensions(raw.get())?.cost,
-            None => false,
+        let read = match members.extensions {
+            Some(raw) => extensions(raw.get())?,
+            None => Extensions::default(),
         };
+        let document_id = match members.document_id {
+            None => None,
+            Some(raw) if is_null(raw) => None,
+            Some(raw) => Some(
+                string(raw)
+                    .ok_or_else(|| Rejection::bad_request("\"documentId\" must be a string"))?
+                    .into_owned(),
+            ),
+        };
+        let (cost, naming) = naming(read, document_id, query.is_some())?;
         Ok(GraphqlRequest {
             query,
             variables,
             operation_name,
             cost,
+            naming,
         })
     }
 
     pub fn from_params(mut params: HashMap<String, String>) -> Result<Self, Rejection> {
-        let query = params
-            .remove("query")
-            .ok_or_else(|| Rejection::bad_request("the request has no \"query\" parameter"))?;
+        let query = params.remove("query");
         let variables = match params.remove("variables") {
             None => None,
             Some(text) => match serde_json::from_str::<serde_json::Value>(&text) {
@@ -246,15 +317,17 @@ impl<'b> GraphqlRequest<'b> {
                 }
             },
         };
-        let cost = match params.remove("extensions") {
-            Some(text) => extensions(&text)?.cost,
-            None => false,
+        let read = match params.remove("extensions") {
+            Some(text) => extensions(&text)?,
+            None => Extensions::default(),
         };
+        let (cost, naming) = naming(read, params.remove("documentId"), query.is_some())?;
         Ok(GraphqlRequest {
-            query: Cow::Owned(query),
+            query: query.map(Cow::Owned),
             variables,
             operation_name: params.remove("operationName").map(Cow::Owned),
             cost,
+            naming,
         })
     }
 }
@@ -393,9 +466,12 @@ mod tests {
     fn the_query_is_borrowed_unless_it_has_escapes() {
         let body = br#"{"query":"{ me { id } }","operationName":null,"extensions":{}}"#;
         let r = GraphqlRequest::from_json(body).ok().unwrap();
-        assert!(matches!(r.query, Cow::Borrowed("{ me { id } }")));
+        assert!(matches!(r.query, Some(Cow::Borrowed("{ me { id } }"))));
         let body = br#"{"query":"{ getPost(pid: \"p1\") { pid } }"}"#;
         let r = GraphqlRequest::from_json(body).ok().unwrap();
-        assert_eq!(r.query, r#"{ getPost(pid: "p1") { pid } }"#);
+        assert_eq!(
+            r.query.as_deref(),
+            Some(r#"{ getPost(pid: "p1") { pid } }"#)
+        );
     }
 }

@@ -139,6 +139,7 @@ pub fn config(subgraphs: Vec<Subgraph>) -> GatewayConfig {
         invalidation: true,
         doc_cache_bytes: 32 << 20,
         shards: 1,
+        persisted: Default::default(),
     }
 }
 
@@ -445,6 +446,18 @@ impl GatewayProcess {
             .await
             .expect("the gateway answers");
         assert_eq!(r.status(), 200);
+        r.json().await.unwrap()
+    }
+
+    /// POST a JSON request body; the response body as JSON.
+    pub async fn post_json(&self, body: &Value) -> Value {
+        let r = self
+            .http
+            .post(format!("http://{}/graphql", self.addr))
+            .json(body)
+            .send()
+            .await
+            .expect("the gateway answers");
         r.json().await.unwrap()
     }
 

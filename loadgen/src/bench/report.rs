@@ -41,6 +41,10 @@ pub struct BenchReport {
     /// Responses received in the window (any status; errors without a response excluded).
     pub requests: u64,
     pub requests_per_sec: f64,
+    /// The bytes of one request as sent (head and body) when every request is the same
+    /// (no workload, no numbered literals).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_bytes: Option<u64>,
     /// Response body bytes received in the window.
     pub bytes: u64,
     pub bytes_per_sec: f64,
@@ -143,6 +147,12 @@ impl BenchReport {
             duration_s: seconds,
             requests: r.responses,
             requests_per_sec: per_second(r.responses),
+            request_bytes: (plan.workload.is_none() && plan.templates[0].numbered.is_none()).then(
+                || {
+                    let one = plan.templates[0].build();
+                    (one.head.len() + one.body.len()) as u64
+                },
+            ),
             bytes: r.body_bytes,
             bytes_per_sec: per_second(r.body_bytes),
             latency_ms: LatencySummary::from_histogram(&r.latency),

@@ -2,6 +2,11 @@
 //! one document, its variables and the exact answer it must get. The document must
 //! parse, name its operation when it has several, and declare the variables given
 //! ([`crate::workload::document`]).
+//!
+//! `send` says how the load names the document ([`Send`]): its text (the default), an
+//! automatic persisted query's hash by POST or by GET, or a trusted document's id. The
+//! answer check always sends what registers the document (the text with its hash
+//! under APQ), so the load's first request already finds it registered.
 
 use std::path::Path;
 
@@ -35,6 +40,79 @@ pub struct QueryFile {
     /// Which operation of the document runs (needed when it has several).
     #[serde(default)]
     operation_name: Option<String>,
+    /// How the load names the document: "text", "apq", "apq-get" or "document-id".
+    #[serde(default)]
+    send: Option<String>,
+}
+
+/// How the load names the document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Send {
+    /// `{"query": text}` by POST.
+    Text,
+    /// `extensions.persistedQuery.sha256Hash` alone, by POST.
+    Apq,
+    /// The same in the URL of a GET, with no body.
+    ApqGet,
+    /// `{"documentId": sha256}` by POST: a trusted document whose id is its SHA-256,
+    /// as in Apollo's manifest (the gateway needs `--persisted-documents`).
+    DocumentId,
+}
+
+impl Send {
+    const NAMES: &'static str = "\"text\", \"apq\", \"apq-get\" or \"document-id\"";
+
+    /// As an experiment file names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Send::Text => "text",
+            Send::Apq => "apq",
+            Send::ApqGet => "apq-get",
+            Send::DocumentId => "document-id",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Send> {
+        Some(match name {
+            "text" => Send::Text,
+            "apq" => Send::Apq,
+            "apq-get" => Send::ApqGet,
+            "document-id" => Send::DocumentId,
+            _ => return None,
+        })
+    }
+}
+
+/// The SHA-256 of `text`, in lower-case hexadecimal: an APQ hash, and the id of a
+/// trusted document in Apollo's manifest.
+pub fn sha256_hex(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `text` percent-encoded for a URL's query string.
+fn percent_encoded(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() * 3 / 2);
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// What the load sends, prepared once: the method, what follows the configuration's
+/// path (a query string, for a GET), and the body.
+pub struct LoadRequest {
+    pub method: &'static str,
+    pub query_string: String,
+    pub body: Option<String>,
 }
 
 /// The query every configuration is measured with.
@@ -57,25 +135,88 @@ pub struct QuerySpec {
     /// Where the document's first line is, when it was read from a file.
     #[serde(skip)]
     pub document_at: Option<Place>,
+    /// How the load names the document.
+    pub send: Send,
 }
 
 impl QuerySpec {
-    /// The body of the answer check: [`QuerySpec::body`] with every `{{n}}` read as 0.
+    /// The body of the answer check: [`QuerySpec::body`] with every `{{n}}` read as 0;
+    /// under APQ, the text with its hash (which registers it); for a trusted document,
+    /// its id.
     pub fn check_body(&self) -> String {
+        let body = match self.send {
+            Send::Text => self.body(),
+            Send::Apq | Send::ApqGet => self.body_with(true, true, false),
+            Send::DocumentId => self.body_with(false, false, true),
+        };
         if self.unique_literals {
-            self.body().replace(PLACEHOLDER, "0")
+            body.replace(PLACEHOLDER, "0")
         } else {
-            self.body()
+            body
         }
     }
 
-    /// The JSON body sent to the gateway.
+    /// The JSON body of the document's text.
     pub fn body(&self) -> String {
+        self.body_with(true, false, false)
+    }
+
+    /// What the load sends ([`Send`]).
+    pub fn load_request(&self) -> LoadRequest {
+        let post = |body: String| LoadRequest {
+            method: "POST",
+            query_string: String::new(),
+            body: Some(body),
+        };
+        match self.send {
+            Send::Text => post(self.body()),
+            Send::Apq => post(self.body_with(false, true, false)),
+            Send::DocumentId => post(self.body_with(false, false, true)),
+            Send::ApqGet => {
+                let mut query_string = format!(
+                    "?extensions={}",
+                    percent_encoded(&self.persisted_query().to_string())
+                );
+                if let Some(name) = &self.operation_name {
+                    query_string.push_str(&format!("&operationName={}", percent_encoded(name)));
+                }
+                if let Some(v) = &self.variables {
+                    query_string
+                        .push_str(&format!("&variables={}", percent_encoded(&v.to_string())));
+                }
+                LoadRequest {
+                    method: "GET",
+                    query_string,
+                    body: None,
+                }
+            }
+        }
+    }
+
+    fn persisted_query(&self) -> serde_json::Value {
+        serde_json::json!({
+            "persistedQuery": { "version": 1, "sha256Hash": sha256_hex(&self.document) }
+        })
+    }
+
+    /// A JSON body: the text, the APQ hash and the trusted document's id as asked.
+    fn body_with(&self, text: bool, hash: bool, id: bool) -> String {
         let mut body = serde_json::Map::new();
-        body.insert(
-            "query".into(),
-            serde_json::Value::String(self.document.clone()),
-        );
+        if text {
+            body.insert(
+                "query".into(),
+                serde_json::Value::String(self.document.clone()),
+            );
+        }
+        if hash {
+            body.insert("extensions".into(), self.persisted_query());
+        }
+        if id {
+            body.insert(
+                "documentId".into(),
+                serde_json::Value::String(sha256_hex(&self.document)),
+            );
+        }
         if let Some(name) = &self.operation_name {
             body.insert(
                 "operationName".into(),
@@ -169,7 +310,17 @@ pub fn resolve_query(q: QueryFile, at: &str, base_dir: &Path) -> Result<QuerySpe
         unique_literals,
         operation_name: q.operation_name,
         document_at: document_place,
+        send: match q.send.as_deref() {
+            None => Send::Text,
+            Some(name) => Send::parse(name)
+                .ok_or_else(|| format!("{at}.send {name:?}: expected {}", Send::NAMES))?,
+        },
     };
+    if unique_literals && spec.send != Send::Text {
+        return Err(format!(
+            "{at}: unique_literals needs send = \"text\" (a persisted document is one fixed text)"
+        ));
+    }
     if unique_literals && spec.operation_name.is_some() {
         return Err(format!(
             "{at}: unique_literals and operation_name cannot be combined"

@@ -19,6 +19,16 @@ use crate::workload::WorkloadReport;
 /// Version tag of `summary.json`.
 pub const SCHEMA: &str = "loadgen.summary/1";
 
+/// What the load sent for a configuration's query ([`crate::matrix::query::Send`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestSent {
+    /// `text`, `apq`, `apq-get` or `document-id`.
+    pub sent_as: String,
+    pub method: String,
+    /// Head and body of one request, as written on the wire.
+    pub bytes: Option<u64>,
+}
+
 /// One configuration measured once (one round).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Measurement {
@@ -159,6 +169,10 @@ pub struct Measurement {
     /// The answer checks that found a difference the configuration declares expected.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub answer_differences: Vec<String>,
+    /// How the load named its document and the bytes of one request as sent (head
+    /// and body), when every request was the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<RequestSent>,
 }
 
 impl Measurement {
@@ -592,6 +606,7 @@ pub(crate) mod fixtures {
             error_examples: BTreeMap::new(),
             cache: None,
             answer_differences: Vec::new(),
+            request: None,
         }
     }
 }

@@ -598,3 +598,77 @@ fn the_seed_experiment_is_valid() {
         serde_json::json!({"data":{"me":{"id":"u1","name":"John","nickname":"John","topPosts":[{"pid":"p1","author":{"id":"u1"}},{"pid":"p3","author":{"id":"u1"}}]},"topPosts":[{"pid":"p1"},{"pid":"p2"}]}})
     );
 }
+
+#[test]
+fn a_query_names_its_document_as_send_says() {
+    use crate::matrix::query::{sha256_hex, Send};
+    let with = |send: &str| {
+        parse(&format!(
+            r#"
+[query]
+document = "query($n: Int) {{ me {{ id }} }}"
+expected = '{{"data":{{"me":{{"id":"u1"}}}}}}'
+variables = {{ n = 2 }}
+send = "{send}"
+
+[[config]]
+name = "plain"
+"#
+        ))
+    };
+    let hash = sha256_hex("query($n: Int) { me { id } }");
+    let e = with("apq-get").unwrap();
+    let q = e.query.as_ref().unwrap();
+    assert_eq!(q.send, Send::ApqGet);
+    let load = q.load_request();
+    assert_eq!((load.method, load.body), ("GET", None));
+    assert!(load
+        .query_string
+        .starts_with("?extensions=%7B%22persistedQuery%22"));
+    assert!(load.query_string.contains(&hash));
+    assert!(load.query_string.ends_with("&variables=%7B%22n%22%3A2%7D"));
+    // The answer check sends the text with its hash: it registers the document.
+    let check: serde_json::Value = serde_json::from_str(&q.check_body()).unwrap();
+    assert_eq!(check["query"], "query($n: Int) { me { id } }");
+    assert_eq!(check["extensions"]["persistedQuery"]["sha256Hash"], hash);
+
+    let e = with("apq").unwrap();
+    let body: serde_json::Value =
+        serde_json::from_str(&e.query.as_ref().unwrap().load_request().body.unwrap()).unwrap();
+    assert!(body.get("query").is_none());
+    assert_eq!(body["extensions"]["persistedQuery"]["version"], 1);
+
+    let e = with("document-id").unwrap();
+    let q = e.query.as_ref().unwrap();
+    let body: serde_json::Value = serde_json::from_str(&q.load_request().body.unwrap()).unwrap();
+    assert_eq!(body["documentId"], hash);
+    assert_eq!(q.check_body(), q.load_request().body.unwrap());
+
+    let e = with("text").unwrap();
+    assert_eq!(
+        e.query.as_ref().unwrap().load_request().body.unwrap(),
+        e.query.as_ref().unwrap().body()
+    );
+
+    let bad = with("hash").unwrap_err().to_string();
+    assert!(
+        bad.contains("send \"hash\"") && bad.contains("\"apq-get\""),
+        "{bad}"
+    );
+    let numbered = error(
+        r#"
+[query]
+document = "{ getPost(pid: \"p{{n}}\") { pid } }"
+expected = '{"data":{"getPost":null}}'
+unique_literals = true
+send = "apq"
+
+[[config]]
+name = "plain"
+"#,
+    );
+    assert!(
+        numbered.contains("unique_literals needs send = \"text\""),
+        "{numbered}"
+    );
+}

@@ -14,7 +14,7 @@ use crate::matrix::record::{QueryRecord, RedisRecord, RunRecord, ServiceRecord};
 use crate::matrix::sampling::{summed, ProcessCpu};
 use crate::matrix::scraping::WindowMetrics;
 use crate::matrix::settings::GATEWAY;
-use crate::matrix::summary::{InstanceFigures, InstanceFreshness, Measurement};
+use crate::matrix::summary::{InstanceFigures, InstanceFreshness, Measurement, RequestSent};
 
 use super::window::Window;
 use super::{Profiler, RoundOutput, RunContext};
@@ -308,6 +308,11 @@ pub(super) fn round_output(
         error_examples: report.error_examples.clone(),
         cache: CacheFigures::of_window(&metrics, &after),
         answer_differences: Vec::new(),
+        request: config.query.as_ref().map(|q| RequestSent {
+            sent_as: q.send.name().to_owned(),
+            method: report.method.clone(),
+            bytes: report.request_bytes,
+        }),
     };
     let record = RunRecord {
         round,

@@ -16,6 +16,7 @@ use crate::matrix::lifecycle::Stack;
 use crate::matrix::profile::endpoint::fetch_profile;
 use crate::matrix::profile::perf::{PerfData, PerfRecording};
 use crate::matrix::profile::ProfileOutcome;
+use crate::matrix::query::Send;
 use crate::matrix::sampling::{CpuWatch, ProcessCpu};
 use crate::matrix::scraping::{scrape_all, upstream_every_second, Scrape};
 use crate::proc_usage;
@@ -34,21 +35,32 @@ fn bench_plan(
     config: &ConfigSpec,
     stack: &Stack,
 ) -> anyhow::Result<BenchPlan> {
+    let (method, query_string) = match &config.query {
+        Some(q) => {
+            let load = q.load_request();
+            (load.method, load.query_string)
+        }
+        None => ("POST", String::new()),
+    };
     let (headers, body, numbered) = match (&config.query, &config.workload) {
-        // A document of several operations names the one that runs: the body is
-        // written as the answer check sends it.
-        (Some(q), _) if q.operation_name.is_some() => (
-            q.headers.clone(),
-            BodySource::Json(q.body().into_bytes()),
-            false,
-        ),
-        (Some(q), _) => (
+        // A document sent as text, alone: numbered literals are written per request.
+        (Some(q), _) if q.operation_name.is_none() && q.send == Send::Text => (
             q.headers.clone(),
             BodySource::GraphQl {
                 query: q.document.clone(),
                 variables: q.variables.as_ref().map(|v| v.to_string()),
             },
             q.unique_literals,
+        ),
+        // Otherwise (an operation named, a persisted document): the body as the query
+        // table writes it, or none for a GET.
+        (Some(q), _) => (
+            q.headers.clone(),
+            match q.load_request().body {
+                Some(body) => BodySource::Json(body.into_bytes()),
+                None => BodySource::Empty,
+            },
+            false,
         ),
         (None, Some(_)) => (
             Vec::new(),
@@ -66,8 +78,8 @@ fn bench_plan(
         .iter()
         .map(|(_, addr)| {
             RequestTemplate::with_numbering(
-                &format!("http://{addr}{path}"),
-                Some("POST"),
+                &format!("http://{addr}{path}{query_string}"),
+                Some(method),
                 &headers,
                 body.clone(),
                 numbered,

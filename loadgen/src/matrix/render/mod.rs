@@ -22,6 +22,7 @@ pub mod markdown;
 pub mod overload;
 pub mod peer_cache;
 pub mod per_gateway;
+pub mod requests_sent;
 pub mod round_trips;
 pub mod scale;
 pub mod svg;
