@@ -160,6 +160,10 @@ pub struct Cli {
     /// safelist): any text, and any other id, is refused.
     #[arg(long, requires = "persisted_documents")]
     pub require_persisted: bool,
+    /// Name the entities an answer holds in a `Surrogate-Key` header (`Post:p1 User:u1`
+    /// and their types), so that an edge cache can purge by entity.
+    #[arg(long)]
+    pub surrogate_keys: bool,
     /// Bound of the automatic persisted queries' store (APQ), in bytes of text
     /// (0 turns APQ off).
     #[arg(long, value_name = "BYTES", default_value_t = 8 << 20)]
@@ -501,6 +505,7 @@ impl Cli {
                 require: self.require_persisted,
                 apq_bytes: self.apq_cache_bytes,
             },
+            surrogate_keys: self.surrogate_keys,
         })
     }
 }

@@ -82,6 +82,8 @@ pub struct GatewayConfig {
     pub doc_cache_bytes: u64,
     /// Trusted documents, the safelist and the APQ store's bound.
     pub persisted: PersistedSettings,
+    /// `--surrogate-keys`: answers name the entities they hold in `Surrogate-Key`.
+    pub surrogate_keys: bool,
     /// The shards the gateway runs on ([`crate::runtime`]; 1 under the pool): the
     /// upstream keeps idle subgraph connections per shard.
     pub shards: usize,
@@ -163,9 +165,10 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
     let planner = Arc::new(Planner::new(
         hive,
         supergraph.clone(),
-        // Answers carry their entities' references for the resolver cache, and for a
-        // response strategy's stored answers.
+        // Answers carry their entities' references for the resolver cache, for a
+        // response strategy's stored answers, and for `Surrogate-Key`.
         config.cache.is_some()
+            || config.surrogate_keys
             || config
                 .request_strategy
                 .as_ref()
@@ -192,20 +195,29 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
     if let Some(cache) = &cache {
         metrics.add_source(cache, ResolverCache::prometheus);
     }
+    // The headers policies key by: they can change an answer, so they are part of a
+    // request strategy's key and of every answer's `Vary`.
+    let policies = config.cache.as_ref().map(|c| &c.policies.policy);
+    let mut keyed_headers: Vec<String> = policies
+        .into_iter()
+        .flat_map(|p| p.values())
+        .flat_map(|rule| rule.key.headers.iter().map(|h| h.to_ascii_lowercase()))
+        .collect();
+    keyed_headers.sort();
+    keyed_headers.dedup();
+    let vary = match keyed_headers.is_empty() {
+        true => None,
+        false => Some(
+            axum::http::HeaderValue::from_str(&keyed_headers.join(", "))
+                .context("a header a policy keys by")?,
+        ),
+    };
     let requests = match &config.request_strategy {
         Some(strategy) => {
-            let policies = config.cache.as_ref().map(|c| &c.policies.policy);
-            let mut keyed_headers: Vec<String> = policies
-                .into_iter()
-                .flat_map(|p| p.values())
-                .flat_map(|rule| rule.key.headers.iter().map(|h| h.to_ascii_lowercase()))
-                .collect();
-            keyed_headers.sort();
-            keyed_headers.dedup();
             let requests = RequestCache::new(
                 strategy.clone(),
                 config.cache.as_ref().map(|c| c.ttl),
-                keyed_headers,
+                keyed_headers.clone(),
                 config.invalidation,
             )
             .map_err(|e| anyhow!(e))?;
@@ -258,5 +270,7 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
         document_limits: config.documents.clone(),
         turns,
         persisted,
+        vary,
+        surrogate_keys: config.surrogate_keys,
     }))
 }

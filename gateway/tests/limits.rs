@@ -224,7 +224,7 @@ async fn the_estimate_and_the_answer_size_come_in_extensions_when_asked() {
 }
 
 /// The committed experiments' files, and every operation document they send.
-fn committed_documents() -> Vec<(PathBuf, bool, String, Option<String>)> {
+fn committed_documents() -> Vec<Committed> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments");
     let mut out = Vec::new();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -236,49 +236,98 @@ fn committed_documents() -> Vec<(PathBuf, bool, String, Option<String>)> {
     for file in files {
         let value: toml::Value = toml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         let commerce = value.get("graph").is_some();
-        collect(&file, &value, commerce, &mut out);
+        // The file's own [services] gateway flags hold for every configuration.
+        let raised = value
+            .get("services")
+            .and_then(|s| s.as_table())
+            .and_then(max_fields_of);
+        collect(&file, &value, commerce, raised, &mut out);
     }
     out
 }
 
-/// Every `document`, `document_file` and `operations` file below `value`.
+/// A `--max-fields N` among a table's `gateway` arguments.
+fn max_fields_of(table: &toml::map::Map<String, toml::Value>) -> Option<usize> {
+    let args: Vec<&str> = table
+        .get("gateway")?
+        .as_array()?
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    let at = args.iter().position(|a| *a == "--max-fields")?;
+    args.get(at + 1)?.parse().ok()
+}
+
+/// A committed document: its file, whether it runs on the commerce graph, its text,
+/// its operation, and the `--max-fields` its configuration raises the limit to.
+type Committed = (PathBuf, bool, String, Option<String>, Option<usize>);
+
+/// Every `document`, `document_file` and `operations` file below `value`, with the
+/// `--max-fields` of the nearest table that sets one (`raised`, from above).
 fn collect(
     file: &Path,
     value: &toml::Value,
     commerce: bool,
-    out: &mut Vec<(PathBuf, bool, String, Option<String>)>,
+    raised: Option<usize>,
+    out: &mut Vec<Committed>,
 ) {
     let base = file.parent().unwrap();
     match value {
         toml::Value::Table(table) => {
+            let raised = max_fields_of(table).or(raised);
             let name = table
                 .get("operation_name")
                 .and_then(|v| v.as_str())
                 .map(String::from);
             if let Some(text) = table.get("document").and_then(|v| v.as_str()) {
-                out.push((file.to_path_buf(), commerce, text.to_string(), name.clone()));
+                out.push((
+                    file.to_path_buf(),
+                    commerce,
+                    text.to_string(),
+                    name.clone(),
+                    raised,
+                ));
             }
             if let Some(path) = table.get("document_file").and_then(|v| v.as_str()) {
                 let text = std::fs::read_to_string(base.join(path)).unwrap();
-                out.push((file.to_path_buf(), commerce, text, name));
+                out.push((file.to_path_buf(), commerce, text, name, raised));
             }
             if let Some(path) = table.get("operations").and_then(|v| v.as_str()) {
                 let path = base.join(path);
                 let inner: toml::Value =
                     toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-                collect(&path, &inner, commerce, out);
+                collect(&path, &inner, commerce, raised, out);
             }
             for v in table.values() {
-                collect(file, v, commerce, out);
+                collect(file, v, commerce, raised, out);
             }
         }
         toml::Value::Array(items) => {
             for v in items {
-                collect(file, v, commerce, out);
+                collect(file, v, commerce, raised, out);
             }
         }
         _ => {}
     }
+}
+
+/// The document limits of a gateway started with `--max-fields n` (the defaults
+/// otherwise).
+fn limits_with(max_fields: Option<usize>) -> DocumentLimits {
+    let Some(n) = max_fields else {
+        return DocumentLimits::default();
+    };
+    let n = n.to_string();
+    gateway::cli::Cli::try_parse_from([
+        "gateway",
+        "--subgraph",
+        "u=http://127.0.0.1:1/graphql",
+        "--max-fields",
+        &n,
+    ])
+    .unwrap()
+    .limits
+    .limits()
 }
 
 #[tokio::test]
@@ -296,10 +345,10 @@ async fn every_committed_experiment_fits_the_default_limits() {
         overrides: Vec::new(),
     };
     let commerce_app = gateway::startup::build_app(&config).await.unwrap();
-    let limits = DocumentLimits::default();
     let documents = committed_documents();
     assert!(documents.len() >= 30, "{} documents", documents.len());
-    for (file, commerce, text, name) in documents {
+    for (file, commerce, text, name, raised) in documents {
+        let limits = limits_with(raised);
         let app = if commerce { &commerce_app } else { &seed_app };
         let at = format!("{} ({name:?}): {text}", file.display());
         let shape = lexical::shape(&text, limits.max_tokens);
@@ -337,16 +386,7 @@ async fn every_committed_experiment_fits_the_default_limits() {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let raised = gateway::cli::Cli::try_parse_from([
-        "gateway",
-        "--subgraph",
-        "u=http://127.0.0.1:1/graphql",
-        "--max-fields",
-        "6000",
-    ])
-    .unwrap()
-    .limits
-    .limits();
+    let raised = limits_with(Some(6000));
     assert!(lexical::shape(&big, raised.max_tokens).tokens <= raised.max_tokens);
     let doc = async_graphql_parser::parse_query(&big).unwrap();
     admit(&doc, &raised).unwrap();

@@ -10,14 +10,16 @@
 //! A piece also carries what the subgraph said about its freshness (its answer's
 //! `Cache-Control`, read by the `origin-ttl` strategy), and, when the cache served it
 //! in place of a failed fetch (`stale-if-error`), how long it had been stale: the
-//! response says so in its `extensions`.
+//! response says so in its `extensions`. With it, when its answer arrived and how
+//! long the resolver cache keeps it: the answer's `Cache-Control` is made of these
+//! ([`crate::response::http_cache`]).
 //!
 //! And it carries its **origin**: the [`Plan::origin`](crate::plan::Plan::origin) of
 //! the operation that fetched it (0 when unknown: read back from Redis), so that a
 //! cache hit can tell an entry another operation stored.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use cache_core::CacheDirectives;
@@ -38,6 +40,13 @@ pub struct Piece {
     pub served_stale: Option<Duration>,
     /// The operation that fetched it; 0 when unknown.
     pub origin: u64,
+    /// When its subgraph's answer arrived; `None` when unknown (read back from Redis).
+    pub fetched_at: Option<Instant>,
+    /// How long the gateway's resolver cache keeps it (its namespace's TTL), when it
+    /// came through that cache.
+    pub kept_for: Option<Duration>,
+    /// Its cache key holds a request header (a policy keys its namespace by one).
+    pub per_caller: bool,
 }
 
 impl Piece {
@@ -50,6 +59,9 @@ impl Piece {
             cache_control: None,
             served_stale: None,
             origin: 0,
+            fetched_at: None,
+            kept_for: None,
+            per_caller: false,
         }
     }
 
@@ -59,9 +71,15 @@ impl Piece {
         self
     }
 
-    /// The same piece, with the directives of the answer it came in.
-    pub fn with_cache_control(mut self, directives: Option<CacheDirectives>) -> Piece {
+    /// The same piece, with the directives of the answer it came in and when that
+    /// answer arrived.
+    pub fn with_cache_control(
+        mut self,
+        directives: Option<CacheDirectives>,
+        received: Instant,
+    ) -> Piece {
         self.cache_control = directives;
+        self.fetched_at = Some(received);
         self
     }
 

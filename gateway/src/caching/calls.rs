@@ -29,6 +29,11 @@ pub(super) struct Slot {
     /// Whether the key includes the caller's `authorization` (then calls carrying it
     /// are cached per caller instead of skipped).
     keyed_by_caller: bool,
+    /// How long an entry is kept (the namespace's TTL; `None` when the policy skips
+    /// it): what the answer's `Cache-Control` counts on.
+    pub(super) kept_for: Option<Duration>,
+    /// The key holds a request header: an answer with such a piece is per caller.
+    pub(super) per_caller: bool,
     /// Calls of this namespace answered with a piece another operation fetched.
     pub(super) crossed: Crossed,
 }
@@ -56,6 +61,15 @@ pub struct Call {
 pub(super) struct Keeping {
     pub(super) rule: Arc<FieldPolicy>,
     pub(super) per_caller: bool,
+}
+
+impl Slot {
+    /// Mark a piece that came through this namespace's entries: how long the cache
+    /// keeps it, and whether its key names the caller.
+    pub(super) fn stamp(&self, piece: &mut Piece) {
+        piece.kept_for = self.kept_for;
+        piece.per_caller |= self.per_caller;
+    }
 }
 
 impl Call {
@@ -93,8 +107,9 @@ impl ResolverCache {
             }),
             None => self.settings.strategies.clone(),
         };
+        let ttl = rule.ttl.map_or(self.settings.ttl, Duration::from_secs_f64);
         let policy = Policy::new()
-            .ttl(rule.ttl.map_or(self.settings.ttl, Duration::from_secs_f64))
+            .ttl(ttl)
             .stale(
                 rule.stale
                     .map_or(self.settings.stale, Duration::from_secs_f64),
@@ -115,8 +130,10 @@ impl ResolverCache {
         let slot = Arc::new(Slot {
             tier,
             namespace: self.tiers[tier].cache.namespace_with(name, policy),
-            rule,
             keyed_by_caller,
+            kept_for: (!rule.skip).then_some(ttl),
+            per_caller: !rule.key.headers.is_empty(),
+            rule,
             crossed: Crossed::default(),
         });
         let mut slots = self.slots.write().unwrap_or_else(|p| p.into_inner());

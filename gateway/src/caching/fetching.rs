@@ -42,7 +42,7 @@ impl ResolverCache {
     {
         let key = call.key?;
         let keeping = call.keeping();
-        let piece =
+        let mut piece =
             self.tiers[call.slot.tier]
                 .cache
                 .hit_at(key, &call.slot.namespace, now, move || {
@@ -51,6 +51,7 @@ impl ResolverCache {
         if piece.origin != origin && piece.origin != 0 {
             call.slot.crossed.hits.fetch_add(1, Relaxed);
         }
+        call.slot.stamp(&mut piece);
         Some(piece)
     }
 
@@ -69,11 +70,14 @@ impl ResolverCache {
         F: Fn(Vec<usize>) -> Fut + Clone + Send + Sync + 'static,
         Fut: Future<Output = Vec<Result<Piece, FetchError>>> + Send + 'static,
     {
-        let answers = self.fetch_all(calls, fetch).await;
-        for (call, answer) in calls.iter().zip(&answers) {
+        let mut answers = self.fetch_all(calls, fetch).await;
+        for (call, answer) in calls.iter().zip(&mut answers) {
             if let Ok(piece) = answer {
                 if piece.origin != origin && piece.origin != 0 {
                     call.slot.crossed.in_flight.fetch_add(1, Relaxed);
+                }
+                if call.key.is_some() {
+                    call.slot.stamp(piece);
                 }
             }
         }

@@ -33,12 +33,13 @@
 //! `gateway_request_cache_entries` and `gateway_request_cache_bytes`.
 
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use cache_core::storage::MemoryStorage;
 use cache_core::{Cache, CacheError, CacheKey, Fetched, KeyParts, Namespace, Policy};
 
+use crate::response::http_cache::Keepable;
 use crate::server::request::RequestInput;
 
 /// Which request-level strategy runs, as `--request-strategy` names it.
@@ -158,6 +159,8 @@ pub struct Answer {
     pub failed: bool,
     /// It has an `extensions` member already.
     pub extended: bool,
+    /// What HTTP caches may keep of it, and its validator.
+    pub keepable: Keepable,
 }
 
 /// What an execution hands the strategy: the answer, and the references of the
@@ -197,6 +200,8 @@ pub struct RequestCache {
     /// part of a request's key.
     keyed_headers: Vec<String>,
     invalidation: bool,
+    /// How long a stored answer is kept (the response strategy's TTL).
+    kept_for: Option<Duration>,
 }
 
 impl RequestCache {
@@ -208,7 +213,8 @@ impl RequestCache {
         keyed_headers: Vec<String>,
         invalidation: bool,
     ) -> Result<RequestCache, String> {
-        let policy = match strategy.lifetime(ttl)? {
+        let kept_for = strategy.lifetime(ttl)?;
+        let policy = match kept_for {
             Some(ttl) => Policy::new().ttl(ttl),
             None => Policy::new(),
         };
@@ -238,6 +244,7 @@ impl RequestCache {
             max_bytes,
             keyed_headers,
             invalidation,
+            kept_for,
         })
     }
 
@@ -289,6 +296,7 @@ impl RequestCache {
                     body: Bytes::new(),
                     failed: true,
                     extended: false,
+                    keepable: Keepable::never(),
                 }))
             }
         })
@@ -310,8 +318,9 @@ impl RequestCache {
     {
         let keep = self.stores_for(input);
         let max_bytes = self.max_bytes;
+        let kept_for = self.kept_for;
         let fetch = move || async move {
-            let produced = execute().await;
+            let mut produced = execute().await;
             if produced.answer.failed {
                 return Err(WithErrors(produced.answer));
             }
@@ -319,6 +328,12 @@ impl RequestCache {
             // is back, the next request gets a fresh one), and for one larger than the
             // whole store (it would be kept only until the store's next maintenance).
             let unkept = produced.stale || produced.answer.body.len() as u64 > max_bytes;
+            if let (true, false, Some(ttl)) = (keep, unkept, kept_for) {
+                // A stored answer is kept no longer than its entry: HTTP caches are told
+                // the time left of the two.
+                let keepable = &mut produced.answer.keepable;
+                keepable.freshness = keepable.freshness.bounded_by(Instant::now() + ttl);
+            }
             let fetched = Fetched::new(produced.answer);
             let fetched = if keep {
                 fetched.references(produced.references)

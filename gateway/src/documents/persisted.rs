@@ -36,24 +36,36 @@
 //! Every refusal is a GraphQL error without `data`, with a code in `extensions` that
 //! names what was wrong (the codes are Apollo's where Apollo has one).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cache_core::key::PrehashedKeys;
 use cache_core::storage::{Entry, RedisStorage, Storage};
 use cache_core::CacheKey;
 use sha2::{Digest, Sha256};
 
 use super::DocumentKey;
 
-/// How a request names a persisted document.
+/// How a request names a persisted document (borrowed from its body when it can be).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Naming {
+pub enum Naming<'b> {
     /// `extensions.persistedQuery.sha256Hash`, as sent.
-    Hash(String),
+    Hash(Cow<'b, str>),
     /// `documentId`, as sent.
-    DocumentId(String),
+    DocumentId(Cow<'b, str>),
+}
+
+impl Naming<'_> {
+    /// The same, owning its text.
+    pub fn into_owned(self) -> Naming<'static> {
+        match self {
+            Naming::Hash(h) => Naming::Hash(Cow::Owned(h.into_owned())),
+            Naming::DocumentId(d) => Naming::DocumentId(Cow::Owned(d.into_owned())),
+        }
+    }
 }
 
 /// A document the store keeps: its text and its parsed-document key.
@@ -212,7 +224,7 @@ struct Counters {
 pub struct PersistedDocuments {
     trusted: Option<Arc<TrustedDocuments>>,
     require: bool,
-    apq: Option<moka::sync::Cache<[u8; 32], Kept>>,
+    apq: Option<moka::sync::Cache<[u8; 32], Kept, PrehashedKeys>>,
     apq_bytes: u64,
     /// The fleet's Redis, when the cache's storage is Redis.
     shared: Option<RedisStorage>,
@@ -253,7 +265,8 @@ impl PersistedDocuments {
             moka::sync::Cache::builder()
                 .max_capacity(settings.apq_bytes)
                 .weigher(|_: &[u8; 32], kept: &Kept| weight(kept))
-                .build()
+                // The key is a SHA-256 already: hashing it again would be wasted work.
+                .build_with_hasher(PrehashedKeys)
         });
         PersistedDocuments {
             trusted: settings.trusted.clone(),
@@ -269,7 +282,7 @@ impl PersistedDocuments {
     pub async fn resolve<'r>(
         &self,
         query: Option<&'r str>,
-        naming: Option<&Naming>,
+        naming: Option<&Naming<'_>>,
     ) -> Result<Resolved<'r>, Refused> {
         let mut answer = self.lookup(query, naming);
         if let (Err(refused), Some(Naming::Hash(hash))) = (&answer, naming) {
@@ -293,7 +306,7 @@ impl PersistedDocuments {
     fn lookup<'r>(
         &self,
         query: Option<&'r str>,
-        naming: Option<&Naming>,
+        naming: Option<&Naming<'_>>,
     ) -> Result<Resolved<'r>, Refused> {
         let trusted = |id: &str| {
             let kept = self.trusted.as_deref()?.get(id)?;
@@ -364,7 +377,7 @@ impl PersistedDocuments {
         }
     }
 
-    fn apq(&self) -> Result<&moka::sync::Cache<[u8; 32], Kept>, Refused> {
+    fn apq(&self) -> Result<&moka::sync::Cache<[u8; 32], Kept, PrehashedKeys>, Refused> {
         self.apq.as_ref().ok_or_else(|| {
             Refused::new(
                 NOT_SUPPORTED,

@@ -9,6 +9,7 @@ use super::subgraph_request::InPlace;
 use super::walks::Entity;
 use crate::answer::piece::Piece;
 use crate::plan::Sources;
+use crate::response::http_cache::Freshness;
 use crate::upstream::{FetchError, PathItem, UpstreamError};
 
 /// An error found during execution, at its place in the response.
@@ -29,12 +30,15 @@ pub(super) struct Found {
     pub(super) data: Data,
     pub(super) errors: Vec<FoundError>,
     pub(super) stale: Vec<(Vec<PathItem>, Duration)>,
+    /// What the pieces noted allow HTTP caches ([`Freshness`]).
+    pub(super) freshness: Freshness,
 }
 
 impl Found {
     /// Record `piece`'s errors (paths relative to `at`) and its staleness.
     pub(super) fn note(&mut self, piece: &Piece, at: &[PathStep<'_>]) {
         self.note_errors(piece.errors(), at);
+        self.freshness.note(piece);
         if let Some(stale_for) = piece.served_stale {
             self.stale.push((owned_path(at), stale_for));
         }
@@ -103,6 +107,10 @@ impl Found {
                 return;
             }
         };
+        if answer.values.iter().any(Option::is_some) {
+            self.freshness
+                .note_answer(answer.cache_control, answer.received);
+        }
         let mut tape = None;
         let mut errors = answer.errors.iter().peekable();
         for (i, (entity, value)) in entities.iter().zip(&answer.values).enumerate() {

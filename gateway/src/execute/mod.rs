@@ -77,6 +77,8 @@ pub struct Outcome {
     pub stale: Vec<(Vec<PathItem>, Duration)>,
     /// async-graphql's answer to the introspection root fields.
     pub introspection: Option<async_graphql::Response>,
+    /// How long HTTP caches may keep the answer, by its pieces.
+    pub freshness: crate::response::http_cache::Freshness,
 }
 
 /// Runs plans: the subgraph clients, the optional cache, and async-graphql for
@@ -153,6 +155,7 @@ impl Executor {
             errors: found.errors,
             stale: found.stale,
             introspection,
+            freshness: found.freshness,
         }
     }
 }

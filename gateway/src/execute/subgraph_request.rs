@@ -136,6 +136,8 @@ impl SubgraphRequest {
                 tape: response.tape,
                 values,
                 errors,
+                cache_control: response.cache_control,
+                received: response.received,
             })
         })
     }
@@ -230,7 +232,7 @@ impl SubgraphRequest {
             }
         };
         Piece::new(tape, data, response.errors)
-            .with_cache_control(response.cache_control)
+            .with_cache_control(response.cache_control, response.received)
             .with_origin(self.plan.origin)
     }
 
@@ -298,7 +300,7 @@ impl SubgraphRequest {
                     None => Piece::new(response.tape.clone(), None, errors),
                 };
                 Ok(piece
-                    .with_cache_control(response.cache_control)
+                    .with_cache_control(response.cache_control, response.received)
                     .with_origin(self.plan.origin))
             })
             .collect()
@@ -315,6 +317,9 @@ pub struct InPlace {
     /// The items that have errors, in order, each with its errors (paths relative to
     /// it). Most answers have none: no list per item is made, nor dropped.
     pub errors: Vec<(usize, Vec<UpstreamError>)>,
+    /// The answer's `Cache-Control` directives, and when it arrived.
+    pub cache_control: Option<cache_core::CacheDirectives>,
+    pub received: std::time::Instant,
 }
 
 /// The errors `belongs` accepts, with the path it returns (relative to the piece).

@@ -53,6 +53,7 @@ use crate::documents::{
 };
 use crate::execute::{Executor, Outcome};
 use crate::plan::{Plan, Planner};
+use crate::response::http_cache::Keepable;
 use crate::server::metrics::{Limit, Metrics};
 use crate::server::request::{GraphqlRequest, MediaType, Rejection, RequestInput, RequestLimits};
 use crate::server::turns::Turns;
@@ -77,6 +78,10 @@ pub struct App {
     pub turns: Arc<Turns>,
     /// Trusted documents and APQ registrations.
     pub persisted: Arc<PersistedDocuments>,
+    /// The headers policies key by, as every answer's `Vary` (none: no `Vary`).
+    pub vary: Option<HeaderValue>,
+    /// `--surrogate-keys`: answers name the entities they hold in `Surrogate-Key`.
+    pub surrogate_keys: bool,
 }
 
 /// The answer to a request that never reached execution: a 4xx with its message.
@@ -88,6 +93,9 @@ pub fn reject(r: Rejection, media: MediaType, metrics: &Metrics, started: Instan
         header::CONTENT_TYPE,
         HeaderValue::from_static(media.as_str()),
     );
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     if r.status == StatusCode::METHOD_NOT_ALLOWED {
         response
             .headers_mut()
@@ -128,14 +136,62 @@ fn refused(
     )
 }
 
+/// An answer never kept by an HTTP cache (`Cache-Control: no-store`).
 fn respond(status: StatusCode, body: Bytes, media: MediaType) -> Response {
     let mut out = (status, body).into_response();
-    out.headers_mut().insert(
+    let headers = out.headers_mut();
+    headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(media.as_str()),
     );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     out
 }
+
+/// An executed request's answer with what HTTP caches may keep of it
+/// ([`crate::response::http_cache`]); `304` without a body when the request's
+/// `If-None-Match` names its validator.
+fn respond_keepable(
+    app: &App,
+    body: Bytes,
+    keepable: &Keepable,
+    input: &RequestInput,
+    media: MediaType,
+) -> Response {
+    let not_modified = keepable.matches(input.headers.get(header::IF_NONE_MATCH));
+    let mut out = if not_modified {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (StatusCode::OK, body).into_response()
+    };
+    let headers = out.headers_mut();
+    if !not_modified {
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(media.as_str()),
+        );
+    }
+    let credentials = input.authorization.is_some();
+    headers.insert(
+        header::CACHE_CONTROL,
+        keepable.cache_control(Instant::now(), credentials),
+    );
+    if let Some(vary) = &app.vary {
+        headers.insert(header::VARY, vary.clone());
+    }
+    if keepable.may_keep() {
+        if let Some(etag) = &keepable.etag {
+            headers.insert(header::ETAG, etag.clone());
+        }
+        if let Some(keys) = &keepable.surrogate_keys {
+            headers.insert(SURROGATE_KEY.clone(), keys.clone());
+        }
+    }
+    out
+}
+
+/// The header an edge cache purges by.
+static SURROGATE_KEY: header::HeaderName = header::HeaderName::from_static("surrogate-key");
 
 /// Give every variable the operation declares with a default, and the client did not
 /// send, its default.
@@ -291,6 +347,7 @@ pub async fn handle(
                     let executor = app.executor.clone();
                     let (plan, shared) = (plan.clone(), input.clone());
                     let references = requests.stores_references();
+                    let surrogate = app.surrogate_keys;
                     let turns = app.turns.clone();
                     let metrics = app.metrics.clone();
                     let work = requests.answer(key, &input, move || async move {
@@ -298,7 +355,9 @@ pub async fn handle(
                         // share its answer wait for it without one.
                         let _turn = turns.take().await;
                         let outcome = executor.run(&plan, &shared).await;
-                        produce(&executor, &plan, &outcome, &shared, references, &metrics)
+                        produce(
+                            &executor, &plan, &outcome, &shared, references, surrogate, &metrics,
+                        )
                     });
                     let work = Box::pin(work);
                     match tokio::time::timeout(app.limits.request_timeout, work).await {
@@ -350,6 +409,7 @@ pub async fn handle(
                 &outcome,
                 &input,
                 mutated.is_some(),
+                app.surrogate_keys,
                 &app.metrics,
             );
             drop(turn);
@@ -363,22 +423,24 @@ pub async fn handle(
     };
     app.metrics.request(started.elapsed(), answer.failed);
     app.metrics.operation(estimated, answer.body.len());
-    let body = if request.cost {
-        crate::response::with_cost(&answer, estimated, app.document_limits.max_cost)
-    } else {
-        answer.body
-    };
-    respond(StatusCode::OK, body, media)
+    if request.cost {
+        // The figures make the body another one: no validator, nothing kept.
+        let body = crate::response::with_cost(&answer, estimated, app.document_limits.max_cost);
+        return respond_keepable(app, body, &Keepable::never(), &input, media);
+    }
+    respond_keepable(app, answer.body, &answer.keepable, &input, media)
 }
 
-/// The response to an executed request, and (when `references`) the references of
-/// every entity in the subgraph answers it was written from.
+/// The response to an executed request, what HTTP caches may keep of it, and (when
+/// `references`) the references of every entity in the subgraph answers it was written
+/// from; with `surrogate`, those references also name the answer in `Surrogate-Key`.
 fn produce(
     executor: &Executor,
     plan: &Plan,
     outcome: &Outcome,
     input: &RequestInput,
     references: bool,
+    surrogate: bool,
     metrics: &Metrics,
 ) -> Produced {
     // As large as the plan's last response (a deep answer would otherwise be copied
@@ -401,17 +463,23 @@ fn produce(
         // rest of the buffer alive.
         body.shrink_to_fit();
     }
+    let mut keepable = Keepable::of(outcome.freshness, &body, plan.mutation || written.failed);
+    let surrogate = surrogate && keepable.may_keep();
     let mut refs = Vec::new();
-    if references {
+    if references || surrogate {
         for tape in outcome.data.tapes() {
             crate::caching::collect_references(tape.root(), &mut refs);
         }
+    }
+    if surrogate {
+        keepable.surrogate_keys = crate::response::http_cache::surrogate_keys(&refs);
     }
     Produced {
         answer: Answer {
             body: Bytes::from(body),
             failed: written.failed,
             extended: written.extended,
+            keepable,
         },
         references: refs,
         stale: !outcome.stale.is_empty(),

@@ -29,6 +29,7 @@
 
 mod errors;
 mod extensions;
+pub mod http_cache;
 mod introspection;
 mod leaves;
 

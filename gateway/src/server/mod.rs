@@ -23,7 +23,6 @@ pub mod profile;
 pub mod request;
 pub mod turns;
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,7 +31,7 @@ use std::convert::Infallible;
 use std::pin::Pin;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, Method, Request};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -43,7 +42,7 @@ use hyper_util::service::TowerToHyperService;
 use crate::pipeline::{handle, reject, App, Run};
 use crate::server::connections::{Drained, ServeOptions};
 use crate::server::load::{overloaded, Load, LoadLimits};
-use crate::server::request::{check_content_type, read_body, GraphqlRequest, MediaType, Rejection};
+use crate::server::request::{check_content_type, read_body, GraphqlRequest, MediaType};
 
 /// The gateway's routes, without limits on connections or requests in progress.
 pub fn router(app: Arc<App>) -> Gateway {
@@ -55,7 +54,10 @@ pub fn router_with_limits(app: Arc<App>, limits: LoadLimits) -> Gateway {
     let load = Arc::new(Load::new(limits));
     app.metrics.add_source(&load, Load::prometheus);
     let mut others = Router::new()
-        .route("/graphql", get(graphql_get).post(graphql_post_routed))
+        .route(
+            "/graphql",
+            get(graphql_get_routed).post(graphql_post_routed),
+        )
         .route("/validate", post(validate_post))
         .route("/health", get(|| async { "ok" }))
         .route("/metrics", get(metrics));
@@ -97,6 +99,15 @@ impl hyper::service::Service<Request<Incoming>> for Gateway {
             let (parts, body) = request.into_parts();
             Box::pin(async move {
                 let answer = graphql_post(&app, parts.headers, body, Run::Execute).await;
+                drop(ticket);
+                Ok(answer)
+            })
+        } else if request.method() == Method::GET {
+            // As direct as a POST: an APQ hash in a GET is what an HTTP cache keeps.
+            let app = self.app.clone();
+            let (parts, _) = request.into_parts();
+            Box::pin(async move {
+                let answer = graphql_get(&app, parts.headers, &parts.uri).await;
                 drop(ticket);
                 Ok(answer)
             })
@@ -188,21 +199,23 @@ where
     }
 }
 
-async fn graphql_get(
+/// `GET /graphql` when routed by axum (only reached through the router directly).
+async fn graphql_get_routed(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
-    params: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
+    uri: axum::http::Uri,
 ) -> Response {
+    graphql_get(&app, headers, &uri).await
+}
+
+async fn graphql_get(app: &App, headers: HeaderMap, uri: &axum::http::Uri) -> Response {
     let started = Instant::now();
     let media = match MediaType::negotiate(&headers) {
         Ok(m) => m,
         Err(r) => return reject(r, MediaType::Json, &app.metrics, started),
     };
-    let request = params
-        .map_err(|e| Rejection::bad_request(format!("bad query string: {e}")))
-        .and_then(|Query(p)| GraphqlRequest::from_params(p));
-    match request {
-        Ok(request) => handle(&app, request, headers, media, started, true, Run::Execute).await,
+    match GraphqlRequest::from_query_string(uri.query().unwrap_or("")) {
+        Ok(request) => handle(app, request, headers, media, started, true, Run::Execute).await,
         Err(r) => reject(r, media, &app.metrics, started),
     }
 }

@@ -11,7 +11,6 @@
 //! when it has no escapes, and `variables` is parsed only when present.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -132,28 +131,28 @@ pub struct GraphqlRequest<'b> {
     pub cost: bool,
     /// The persisted document the request names: `extensions.persistedQuery`'s
     /// `sha256Hash` or `documentId` ([`crate::documents::persisted`]).
-    pub naming: Option<Naming>,
+    pub naming: Option<Naming<'b>>,
 }
 
 /// What the gateway reads of a request's `extensions` (other members are ignored).
 #[derive(Deserialize, Default)]
-struct Extensions {
+struct Extensions<'a> {
     #[serde(default)]
     cost: bool,
-    #[serde(default, rename = "persistedQuery")]
-    persisted_query: Option<PersistedQuery>,
+    #[serde(default, borrow, rename = "persistedQuery")]
+    persisted_query: Option<PersistedQuery<'a>>,
 }
 
 /// `extensions.persistedQuery`, Apollo's automatic persisted queries.
 #[derive(Deserialize)]
-struct PersistedQuery {
+struct PersistedQuery<'a> {
     version: serde_json::Value,
-    #[serde(rename = "sha256Hash")]
-    sha256_hash: String,
+    #[serde(borrow, rename = "sha256Hash")]
+    sha256_hash: Cow<'a, str>,
 }
 
 /// The client's `extensions` (a JSON object, or null), as far as the gateway reads it.
-fn extensions(text: &str) -> Result<Extensions, Rejection> {
+fn extensions(text: &str) -> Result<Extensions<'_>, Rejection> {
     if text == "null" {
         return Ok(Extensions::default());
     }
@@ -178,11 +177,11 @@ fn extensions(text: &str) -> Result<Extensions, Rejection> {
 
 /// The persisted document a request names, from its `extensions` and `documentId`;
 /// refused when it names two, or names one and sends a text with `documentId`.
-fn naming(
-    extensions: Extensions,
-    document_id: Option<String>,
+fn naming<'b>(
+    extensions: Extensions<'b>,
+    document_id: Option<Cow<'b, str>>,
     has_query: bool,
-) -> Result<(bool, Option<Naming>), Rejection> {
+) -> Result<(bool, Option<Naming<'b>>), Rejection> {
     let hash = extensions
         .persisted_query
         .map(|pq| Naming::Hash(pq.sha256_hash));
@@ -284,8 +283,7 @@ impl<'b> GraphqlRequest<'b> {
             Some(raw) if is_null(raw) => None,
             Some(raw) => Some(
                 string(raw)
-                    .ok_or_else(|| Rejection::bad_request("\"documentId\" must be a string"))?
-                    .into_owned(),
+                    .ok_or_else(|| Rejection::bad_request("\"documentId\" must be a string"))?,
             ),
         };
         let (cost, naming) = naming(read, document_id, query.is_some())?;
@@ -298,9 +296,23 @@ impl<'b> GraphqlRequest<'b> {
         })
     }
 
-    pub fn from_params(mut params: HashMap<String, String>) -> Result<Self, Rejection> {
-        let query = params.remove("query");
-        let variables = match params.remove("variables") {
+    /// A GET request's parameters from its URL's query string (`application/x-www-form-urlencoded`;
+    /// of a parameter given twice, the last counts).
+    pub fn from_query_string(query_string: &str) -> Result<GraphqlRequest<'static>, Rejection> {
+        let (mut query, mut variables, mut operation_name) = (None, None, None);
+        let (mut extensions_text, mut document_id) = (None, None);
+        for (name, value) in form_urlencoded::parse(query_string.as_bytes()) {
+            let slot = match &*name {
+                "query" => &mut query,
+                "variables" => &mut variables,
+                "operationName" => &mut operation_name,
+                "extensions" => &mut extensions_text,
+                "documentId" => &mut document_id,
+                _ => continue,
+            };
+            *slot = Some(value.into_owned());
+        }
+        let variables = match variables {
             None => None,
             Some(text) => match serde_json::from_str::<serde_json::Value>(&text) {
                 Ok(serde_json::Value::Null) => None,
@@ -317,17 +329,17 @@ impl<'b> GraphqlRequest<'b> {
                 }
             },
         };
-        let read = match params.remove("extensions") {
-            Some(text) => extensions(&text)?,
+        let read = match &extensions_text {
+            Some(text) => extensions(text)?,
             None => Extensions::default(),
         };
-        let (cost, naming) = naming(read, params.remove("documentId"), query.is_some())?;
+        let (cost, naming) = naming(read, document_id.map(Cow::Owned), query.is_some())?;
         Ok(GraphqlRequest {
             query: query.map(Cow::Owned),
             variables,
-            operation_name: params.remove("operationName").map(Cow::Owned),
+            operation_name: operation_name.map(Cow::Owned),
             cost,
-            naming,
+            naming: naming.map(Naming::into_owned),
         })
     }
 }

@@ -22,6 +22,8 @@ pub struct UpstreamResponse {
     pub errors: Vec<UpstreamError>,
     /// The answer's `Cache-Control` directives, if it had the header.
     pub cache_control: Option<CacheDirectives>,
+    /// When it arrived (read whole).
+    pub received: std::time::Instant,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -115,5 +117,6 @@ pub(super) fn parse_response(
         data,
         errors,
         cache_control: None,
+        received: std::time::Instant::now(),
     })
 }

@@ -140,6 +140,7 @@ pub fn config(subgraphs: Vec<Subgraph>) -> GatewayConfig {
         doc_cache_bytes: 32 << 20,
         shards: 1,
         persisted: Default::default(),
+        surrogate_keys: false,
     }
 }
 

@@ -1,0 +1,248 @@
+//! What an answer tells the HTTP caches in front of the gateway (a client's, a CDN's,
+//! Varnish): `Cache-Control`, `Vary`, `ETag`, and with `--surrogate-keys` the entity
+//! references it holds.
+//!
+//! **How long.** Execution notes every piece the answer is written from
+//! ([`Freshness::note`]). A piece may be kept until the soonest of:
+//! - its subgraph's own hint: `s-maxage`, else `max-age`, counted from when the
+//!   subgraph's answer arrived (as the `origin-ttl` strategy reads it);
+//! - its namespace's TTL in the gateway's resolver cache, when it came through that
+//!   cache, counted from the same moment.
+//!
+//! The answer's `max-age` is the time left until the soonest of its pieces', so an
+//! answer is never kept, by the edge and the gateway together, past what its strictest
+//! piece allows. A stored answer of the response strategy is bounded by its own entry
+//! too, and its `max-age` falls as it ages.
+//!
+//! **By whom.** `private` when any piece is per caller (its subgraph said `private`,
+//! or a policy keys its namespace by a header) or the request carried credentials;
+//! `public` otherwise. `Vary` names every header a policy keys by.
+//!
+//! **Not at all.** `no-store` for a mutation, an answer with errors, an answer with no
+//! piece (introspection, `__typename`), and any answer with a piece the gateway could
+//! not give a lifetime: no hint and not cached, `no-store` or `no-cache` from its
+//! subgraph, read back from Redis (whose age the gateway does not know), or served
+//! stale in place of a failed fetch.
+//!
+//! **ETag** is the xxh3-128 of the body, on every answer that may be kept; a request
+//! whose `If-None-Match` names it gets `304` with no body.
+
+use std::time::{Duration, Instant};
+
+use axum::http::HeaderValue;
+use cache_core::CacheDirectives;
+
+use crate::answer::piece::Piece;
+
+/// What the pieces of one answer allow, gathered as execution notes them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Freshness {
+    /// When the soonest piece stops being fresh.
+    until: Option<Instant>,
+    /// Some piece may not be kept at all.
+    uncacheable: bool,
+    /// Some piece is for one caller.
+    private: bool,
+}
+
+impl Freshness {
+    /// Note one piece the answer is written from.
+    #[inline]
+    pub fn note(&mut self, piece: &Piece) {
+        let fetched_at = piece.fetched_at.filter(|_| piece.served_stale.is_none());
+        self.note_parts(
+            piece.cache_control,
+            fetched_at,
+            piece.kept_for,
+            piece.per_caller,
+        );
+    }
+
+    /// Note a subgraph answer read in place (no piece, no cache): its directives and
+    /// when it arrived.
+    pub fn note_answer(&mut self, directives: Option<CacheDirectives>, received: Instant) {
+        self.note_parts(directives, Some(received), None, false);
+    }
+
+    /// Note what one part of the answer allows: its subgraph's directives, when its
+    /// answer arrived (`None`: unknown), how long the resolver cache keeps it, and
+    /// whether its key names the caller.
+    fn note_parts(
+        &mut self,
+        directives: Option<CacheDirectives>,
+        fetched_at: Option<Instant>,
+        kept_for: Option<Duration>,
+        per_caller: bool,
+    ) {
+        let directives = directives.unwrap_or_default();
+        if directives.private || per_caller {
+            self.private = true;
+        }
+        let Some(fetched_at) = fetched_at else {
+            self.uncacheable = true;
+            return;
+        };
+        if directives.no_store || directives.no_cache {
+            self.uncacheable = true;
+            return;
+        }
+        let hint = directives.s_maxage.or(directives.max_age);
+        let lifetime = match (hint, kept_for) {
+            (Some(h), Some(k)) => h.min(k),
+            (Some(h), None) => h,
+            (None, Some(k)) => k,
+            (None, None) => {
+                self.uncacheable = true;
+                return;
+            }
+        };
+        let until = fetched_at + lifetime;
+        self.until = Some(self.until.map_or(until, |u| u.min(until)));
+    }
+
+    /// The same, kept no later than `until` (a stored answer's own entry).
+    pub fn bounded_by(mut self, until: Instant) -> Freshness {
+        self.until = Some(self.until.map_or(until, |u| u.min(until)));
+        self
+    }
+}
+
+/// What an answer may be kept for, decided once it is written.
+#[derive(Clone, Debug)]
+pub struct Keepable {
+    pub freshness: Freshness,
+    /// The body's validator, when it may be kept.
+    pub etag: Option<HeaderValue>,
+    /// Its entity references, for `Surrogate-Key` (`--surrogate-keys`).
+    pub surrogate_keys: Option<HeaderValue>,
+}
+
+impl Keepable {
+    /// Never kept: a mutation, an answer with errors, one no piece gave a lifetime.
+    pub fn never() -> Keepable {
+        Keepable {
+            freshness: Freshness {
+                uncacheable: true,
+                ..Freshness::default()
+            },
+            etag: None,
+            surrogate_keys: None,
+        }
+    }
+
+    /// For an answer written from pieces noted in `freshness`: never kept when it is
+    /// a mutation's or has errors.
+    pub fn of(freshness: Freshness, body: &[u8], never: bool) -> Keepable {
+        if never || freshness.uncacheable || freshness.until.is_none() {
+            return Keepable::never();
+        }
+        let digest = xxhash_rust::xxh3::xxh3_128(body);
+        let etag = HeaderValue::from_str(&format!("\"{digest:032x}\"")).ok();
+        Keepable {
+            freshness,
+            etag,
+            surrogate_keys: None,
+        }
+    }
+
+    /// Whether a cache may keep it at all.
+    pub fn may_keep(&self) -> bool {
+        !self.freshness.uncacheable && self.freshness.until.is_some()
+    }
+
+    /// The `Cache-Control` value at `now`, for a request that did or did not carry
+    /// credentials.
+    pub fn cache_control(&self, now: Instant, credentials: bool) -> HeaderValue {
+        let Some(until) = self.freshness.until.filter(|_| self.may_keep()) else {
+            return HeaderValue::from_static("no-store");
+        };
+        let left = until.saturating_duration_since(now).as_secs();
+        let scope = if self.freshness.private || credentials {
+            "private"
+        } else {
+            "public"
+        };
+        HeaderValue::from_str(&format!("{scope}, max-age={left}"))
+            .unwrap_or(HeaderValue::from_static("no-store"))
+    }
+
+    /// Whether `If-None-Match` names this answer's validator.
+    pub fn matches(&self, if_none_match: Option<&HeaderValue>) -> bool {
+        let (Some(etag), Some(asked)) = (&self.etag, if_none_match) else {
+            return false;
+        };
+        let Ok(asked) = asked.to_str() else {
+            return false;
+        };
+        let etag = etag.as_bytes();
+        asked.trim() == "*"
+            || asked
+                .split(',')
+                .map(|t| t.trim().trim_start_matches("W/"))
+                .any(|t| t.as_bytes() == etag)
+    }
+}
+
+/// Most bytes of a `Surrogate-Key` header: Varnish reads response headers of up to
+/// 8 KB by default (`http_resp_hdr_len`); past this the entity keys give way to their
+/// types', which still purge everything they held.
+const MOST_SURROGATE_BYTES: usize = 4096;
+
+/// The `Surrogate-Key` of an answer holding these entity references (`Type:key`):
+/// every reference and every type, space-separated; only the types when the list would
+/// pass [`MOST_SURROGATE_BYTES`].
+pub fn surrogate_keys(references: &[String]) -> Option<HeaderValue> {
+    if references.is_empty() {
+        return None;
+    }
+    let mut types: Vec<&str> = references
+        .iter()
+        .map(|r| r.split_once(':').map_or(r.as_str(), |(t, _)| t))
+        .collect();
+    types.sort_unstable();
+    types.dedup();
+    let mut keys: Vec<&str> = references.iter().map(String::as_str).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let all = keys.iter().map(|k| k.len() + 1).sum::<usize>();
+    let mut text = types.join(" ");
+    if all + text.len() <= MOST_SURROGATE_BYTES {
+        for key in keys {
+            text.push(' ');
+            text.push_str(key);
+        }
+    }
+    HeaderValue::from_str(&text).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn surrogate_keys_name_types_and_entities_until_they_grow_too_long() {
+        let few = vec!["Post:p1".to_string(), "User:u1".into(), "Post:p1".into()];
+        let header = surrogate_keys(&few).unwrap();
+        assert_eq!(header.to_str().unwrap(), "Post User Post:p1 User:u1");
+        let many: Vec<String> = (0..2000).map(|i| format!("Post:p{i}")).collect();
+        assert_eq!(surrogate_keys(&many).unwrap().to_str().unwrap(), "Post");
+        assert!(surrogate_keys(&[]).is_none());
+    }
+
+    #[test]
+    fn if_none_match_names_the_validator_in_a_list_or_weakly() {
+        let keepable = Keepable {
+            freshness: Freshness::default(),
+            etag: Some(HeaderValue::from_static("\"abc\"")),
+            surrogate_keys: None,
+        };
+        for asked in ["\"abc\"", "\"x\", \"abc\"", "W/\"abc\"", "*"] {
+            assert!(
+                keepable.matches(Some(&HeaderValue::from_static(asked))),
+                "{asked}"
+            );
+        }
+        assert!(!keepable.matches(Some(&HeaderValue::from_static("\"abd\""))));
+        assert!(!keepable.matches(None));
+    }
+}
