@@ -82,6 +82,7 @@ fn bench(c: &mut Criterion) {
         invalidation: true,
         strategies: Vec::new(),
         eviction: Default::default(),
+        namespace_references: false,
     })
     .unwrap();
     let sg = planner();

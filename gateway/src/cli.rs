@@ -160,6 +160,10 @@ pub struct Cli {
     /// safelist): any text, and any other id, is refused.
     #[arg(long, requires = "persisted_documents")]
     pub require_persisted: bool,
+    /// Serve `POST /invalidate` on this address, a listener of its own (the public
+    /// port never serves it): drop cached entries by reference, type, namespace or all.
+    #[arg(long, value_name = "ADDR")]
+    pub admin_listen: Option<SocketAddr>,
     /// Name the entities an answer holds in a `Surrogate-Key` header (`Post:p1 User:u1`
     /// and their types), so that an edge cache can purge by entity.
     #[arg(long)]
@@ -418,6 +422,7 @@ impl Cli {
                 invalidation: self.invalidation,
                 strategies,
                 eviction: self.cache_eviction.unwrap_or_default(),
+                namespace_references: self.admin_listen.is_some(),
             };
             settings.check()?;
             Some(settings)

@@ -87,6 +87,24 @@ async fn run(cli: &Cli, config: GatewayConfig, runtimes: &Runtimes) -> anyhow::R
         listener.local_addr()?,
         cli.runtime_shape().describe()
     );
+    if let Some(admin) = cli.admin_listen {
+        let listener = tokio::net::TcpListener::bind(admin)
+            .await
+            .map_err(|e| anyhow::anyhow!("--admin-listen {admin}: cannot bind: {e}"))?;
+        eprintln!(
+            "gateway admin on http://{}/invalidate",
+            listener.local_addr()?
+        );
+        let routes = gateway::server::admin::router(app.clone());
+        let timeout = config.requests.header_read_timeout;
+        // It lives as long as the process: the drain below is the public port's.
+        tokio::spawn(gateway::server::serve(
+            listener,
+            routes,
+            timeout,
+            std::future::pending(),
+        ));
+    }
     let router = gateway::server::router_with_limits(
         app.clone(),
         LoadLimits {

@@ -389,3 +389,60 @@ async fn apq_registrations_reach_every_gateway_sharing_redis() {
         .await;
     assert_eq!(local_hits, 1.0);
 }
+
+/// `POST /invalidate` on one gateway's admin listener reaches another gateway on the
+/// same Redis (issue 55): the shared entries go, and the layered store's broadcast
+/// empties the other's L1, so its next read is fetched again.
+#[tokio::test]
+async fn an_invalidation_from_outside_reaches_every_gateway_on_the_redis() {
+    use common::shared_cache::{subgraph_requests, READ};
+    let redis = Redis::start();
+    let user = Server::start(user_router()).await;
+    let post = Server::start(post_router()).await;
+    let url = redis.url();
+    let admin = format!("127.0.0.1:{}", free_port());
+    let layered = ["--ttl", "60", "--storage", "layered", "--redis", &url];
+    let a = Gateway::start(
+        &user,
+        &post,
+        &[&layered[..], &["--admin-listen", &admin]].concat(),
+    )
+    .await;
+    let b = Gateway::start(&user, &post, &layered).await;
+    let expected = a.query(READ).await;
+    assert_eq!(b.query(READ).await, expected);
+    let cached = subgraph_requests(&user, &post).await;
+    assert_eq!(b.query(READ).await, expected);
+    assert_eq!(
+        subgraph_requests(&user, &post).await,
+        cached,
+        "b answers from its cache"
+    );
+
+    let answer: serde_json::Value = reqwest::Client::new()
+        .post(format!("http://{admin}/invalidate"))
+        .body(r#"{"types":["Post"]}"#)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        answer["dropped"]["resolver"].as_u64().unwrap() >= 1,
+        "{answer}"
+    );
+    // The broadcast reaches b's L1 in the background: wait for it (bounded).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        assert_eq!(b.query(READ).await, expected);
+        if subgraph_requests(&user, &post).await > cached {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "b kept serving what was invalidated"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

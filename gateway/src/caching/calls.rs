@@ -91,14 +91,21 @@ impl ResolverCache {
         {
             return slot.clone();
         }
-        let rule = Arc::new(
-            self.settings
-                .policies
-                .policy
-                .get(name)
-                .cloned()
-                .unwrap_or_default(),
-        );
+        let mut rule = self
+            .settings
+            .policies
+            .policy
+            .get(name)
+            .cloned()
+            .unwrap_or_default();
+        if self.settings.namespace_references {
+            // Every entry of the field carries its name, for `POST /invalidate`.
+            rule.references.push(format!(
+                "{}{name}",
+                super::invalidation::NAMESPACE_REFERENCE
+            ));
+        }
+        let rule = Arc::new(rule);
         // A field's own list was checked when the policy file loaded.
         let strategies = match &rule.strategies {
             Some(specs) => build_strategies(specs, name).unwrap_or_else(|e| {

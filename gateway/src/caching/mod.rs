@@ -61,6 +61,7 @@ mod callers;
 mod calls;
 mod conflicts;
 mod fetching;
+pub mod invalidation;
 mod references;
 pub mod requests;
 mod settings;
@@ -153,6 +154,25 @@ impl ResolverCache {
     /// Where `--storage`'s entries live.
     pub fn storage(&self) -> StorageKind {
         self.tiers[0].kind
+    }
+
+    /// Drop the entries holding a reference that matches `patterns` (every entry when
+    /// `None`), in every tier; how many were dropped. A tier that fails (Redis down)
+    /// fails the whole, after the others were dropped.
+    pub async fn drop_entries(&self, patterns: Option<Vec<String>>) -> Result<u64, String> {
+        let mut dropped = 0;
+        let mut failed = None;
+        for tier in &self.tiers {
+            let result = match &patterns {
+                Some(p) => tier.cache.invalidate(p.clone()).await,
+                None => tier.cache.clear().await,
+            };
+            match result {
+                Ok(n) => dropped += n,
+                Err(e) => failed = Some(format!("the {} tier: {e}", tier.kind.name())),
+            }
+        }
+        failed.map_or(Ok(dropped), Err)
     }
 
     /// After a mutation in `namespace` answered `piece`: drop every entry that refers

@@ -371,6 +371,19 @@ impl RequestCache {
         }
     }
 
+    /// Drop the stored answers holding a reference that matches `patterns` (every one
+    /// when `None`); how many were dropped.
+    pub async fn drop_answers(&self, patterns: Option<Vec<String>>) -> Result<u64, String> {
+        if !self.strategy.stores() {
+            return Ok(0);
+        }
+        let result = match patterns {
+            Some(p) => self.cache.invalidate(p).await,
+            None => self.cache.clear().await,
+        };
+        result.map_err(|e| format!("the response store: {e}"))
+    }
+
     /// Prometheus text: the strategy's counters, and what the response store holds.
     pub fn prometheus(&self) -> String {
         let mut out = self.cache.stats().to_prometheus("gateway_request_cache");

@@ -143,6 +143,9 @@ pub struct CacheSettings {
     pub strategies: Vec<NamedStrategy<Piece>>,
     /// Which entry the memory store evicts when full (`--cache-eviction`).
     pub eviction: Eviction,
+    /// Each entry carries its namespace as a reference, so that `POST /invalidate` can
+    /// drop a field's entries (on with `--admin-listen`; [`super::invalidation`]).
+    pub namespace_references: bool,
 }
 
 /// Builds each of `specs` (`NAME[:PARAM=VALUE,...]`) from cache-core's registry; the

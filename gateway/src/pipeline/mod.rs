@@ -159,17 +159,20 @@ fn respond_keepable(
     media: MediaType,
 ) -> Response {
     let not_modified = keepable.matches(input.headers.get(header::IF_NONE_MATCH));
+    // Every header of the answer in one allocation (axum would grow the map as they
+    // are added).
+    let mut headers = HeaderMap::with_capacity(8);
     let mut out = if not_modified {
-        StatusCode::NOT_MODIFIED.into_response()
+        Response::new(axum::body::Body::empty())
     } else {
-        (StatusCode::OK, body).into_response()
-    };
-    let headers = out.headers_mut();
-    if !not_modified {
         headers.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static(media.as_str()),
         );
+        Response::new(axum::body::Body::from(body))
+    };
+    if not_modified {
+        *out.status_mut() = StatusCode::NOT_MODIFIED;
     }
     let credentials = input.authorization.is_some();
     headers.insert(
@@ -187,6 +190,7 @@ fn respond_keepable(
             headers.insert(SURROGATE_KEY.clone(), keys.clone());
         }
     }
+    *out.headers_mut() = headers;
     out
 }
 

@@ -67,6 +67,7 @@ impl Freshness {
     /// Note what one part of the answer allows: its subgraph's directives, when its
     /// answer arrived (`None`: unknown), how long the resolver cache keeps it, and
     /// whether its key names the caller.
+    #[inline]
     fn note_parts(
         &mut self,
         directives: Option<CacheDirectives>,
@@ -74,19 +75,19 @@ impl Freshness {
         kept_for: Option<Duration>,
         per_caller: bool,
     ) {
-        let directives = directives.unwrap_or_default();
-        if directives.private || per_caller {
-            self.private = true;
-        }
-        let Some(fetched_at) = fetched_at else {
+        let (private, never, hint) = match &directives {
+            Some(d) => (
+                d.private,
+                d.no_store || d.no_cache,
+                d.s_maxage.or(d.max_age),
+            ),
+            None => (false, false, None),
+        };
+        self.private |= private || per_caller;
+        let Some(fetched_at) = fetched_at.filter(|_| !never) else {
             self.uncacheable = true;
             return;
         };
-        if directives.no_store || directives.no_cache {
-            self.uncacheable = true;
-            return;
-        }
-        let hint = directives.s_maxage.or(directives.max_age);
         let lifetime = match (hint, kept_for) {
             (Some(h), Some(k)) => h.min(k),
             (Some(h), None) => h,
@@ -136,8 +137,7 @@ impl Keepable {
         if never || freshness.uncacheable || freshness.until.is_none() {
             return Keepable::never();
         }
-        let digest = xxhash_rust::xxh3::xxh3_128(body);
-        let etag = HeaderValue::from_str(&format!("\"{digest:032x}\"")).ok();
+        let etag = Some(etag_of(body));
         Keepable {
             freshness,
             etag,
@@ -157,13 +157,7 @@ impl Keepable {
             return HeaderValue::from_static("no-store");
         };
         let left = until.saturating_duration_since(now).as_secs();
-        let scope = if self.freshness.private || credentials {
-            "private"
-        } else {
-            "public"
-        };
-        HeaderValue::from_str(&format!("{scope}, max-age={left}"))
-            .unwrap_or(HeaderValue::from_static("no-store"))
+        cache_control_value(self.freshness.private || credentials, left)
     }
 
     /// Whether `If-None-Match` names this answer's validator.
@@ -181,6 +175,40 @@ impl Keepable {
                 .map(|t| t.trim().trim_start_matches("W/"))
                 .any(|t| t.as_bytes() == etag)
     }
+}
+
+/// The validator of `body`: its xxh3-128 in hexadecimal, quoted.
+fn etag_of(body: &[u8]) -> HeaderValue {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let digest = xxhash_rust::xxh3::xxh3_128(body).to_be_bytes();
+    let mut text = [b'"'; 34];
+    for (pair, byte) in text[1..33].chunks_exact_mut(2).zip(digest) {
+        pair[0] = DIGITS[(byte >> 4) as usize];
+        pair[1] = DIGITS[(byte & 15) as usize];
+    }
+    HeaderValue::from_bytes(&text).unwrap_or(HeaderValue::from_static("\"\""))
+}
+
+/// `max-age` values whose `Cache-Control` is made once and shared (a clone of a static
+/// value costs no allocation); longer ones are written per answer.
+const TABLED: u64 = 600;
+
+/// `public, max-age=N` or `private, max-age=N`.
+fn cache_control_value(private: bool, max_age: u64) -> HeaderValue {
+    static TABLES: std::sync::OnceLock<[Vec<HeaderValue>; 2]> = std::sync::OnceLock::new();
+    let write = |scope: &str, n: u64| format!("{scope}, max-age={n}");
+    if max_age <= TABLED {
+        let tables = TABLES.get_or_init(|| {
+            ["public", "private"].map(|scope| {
+                (0..=TABLED)
+                    .map(|n| HeaderValue::from_static(Box::leak(write(scope, n).into_boxed_str())))
+                    .collect()
+            })
+        });
+        return tables[private as usize][max_age as usize].clone();
+    }
+    let scope = if private { "private" } else { "public" };
+    HeaderValue::from_str(&write(scope, max_age)).unwrap_or(HeaderValue::from_static("no-store"))
 }
 
 /// Most bytes of a `Surrogate-Key` header: Varnish reads response headers of up to

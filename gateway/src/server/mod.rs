@@ -15,6 +15,7 @@
 //! connections themselves (their limit, the lingering close, the drain on SIGTERM) are
 //! [`crate::server::connections`]'.
 
+pub mod admin;
 pub mod connections;
 pub mod linger;
 pub mod load;

@@ -99,6 +99,7 @@ pub fn cache(ttl: f64) -> Option<gateway::caching::CacheSettings> {
         invalidation: true,
         strategies: Vec::new(),
         eviction: Default::default(),
+        namespace_references: false,
     })
 }
 
