@@ -17,7 +17,8 @@ const POST_1: &str = r#"{ getPost(pid: "p1") { pid title } }"#;
 /// The subgraphs, a gateway over them (resolver cache 60 s, responses stored 60 s,
 /// namespaces as references as `--admin-listen` sets them) and its admin listener.
 struct Rig {
-    user: Server,
+    /// Kept so that user-service serves as long as the rig.
+    _user: Server,
     post: Server,
     gateway: Server,
     admin: Server,
@@ -37,7 +38,7 @@ impl Rig {
         let admin = Server::start(gateway::server::admin::router(Arc::clone(&app))).await;
         let gateway = Server::start(gateway::server::router(app)).await;
         Rig {
-            user,
+            _user: user,
             post,
             gateway,
             admin,
