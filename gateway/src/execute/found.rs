@@ -35,10 +35,10 @@ pub(super) struct Found {
 }
 
 impl Found {
-    /// Record `piece`'s errors (paths relative to `at`) and its staleness.
+    /// Record `piece`'s errors (paths relative to `at`) and its staleness (at each
+    /// place it answers; its freshness is noted once per piece, by the caller).
     pub(super) fn note(&mut self, piece: &Piece, at: &[PathStep<'_>]) {
         self.note_errors(piece.errors(), at);
-        self.freshness.note(piece);
         if let Some(stale_for) = piece.served_stale {
             self.stale.push((owned_path(at), stale_for));
         }
@@ -75,6 +75,7 @@ impl Found {
                 }
             }
             Ok(piece) => {
+                self.freshness.note(&piece);
                 for (_, path) in &entity.targets {
                     self.note(&piece, &steps[path.clone()]);
                 }

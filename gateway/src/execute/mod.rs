@@ -308,7 +308,10 @@ impl<'a> Run<'a> {
         let supergraph = &*self.executor.supergraph;
         let mut found = self.found.lock();
         let piece = match piece {
-            Ok(piece) => piece,
+            Ok(piece) => {
+                found.freshness.note(&piece);
+                piece
+            }
             Err(e) => {
                 let message = e.to_string();
                 match &root.at {
