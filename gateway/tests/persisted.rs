@@ -6,19 +6,11 @@ mod common;
 
 use std::sync::Arc;
 
-use common::Lab;
+use common::{sha256_hex as sha256, Lab};
 use gateway::documents::persisted::{PersistedSettings, TrustedDocuments};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 const QUERY: &str = "query Top { topPosts(count: 2) { pid title author { id name } } }";
-
-fn sha256(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
 
 fn apq(hash: &str) -> Value {
     json!({ "persistedQuery": { "version": 1, "sha256Hash": hash } })

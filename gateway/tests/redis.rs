@@ -340,7 +340,6 @@ async fn a_policy_keeps_one_field_in_memory_while_the_rest_is_shared() {
 /// (issue 55): the second answers the hash alone without ever being sent the text.
 #[tokio::test]
 async fn apq_registrations_reach_every_gateway_sharing_redis() {
-    use sha2::{Digest, Sha256};
     let redis = Redis::start();
     let user = Server::start(user_router()).await;
     let post = Server::start(post_router()).await;
@@ -349,10 +348,7 @@ async fn apq_registrations_reach_every_gateway_sharing_redis() {
     let a = Gateway::start(&user, &post, &flags).await;
     let b = Gateway::start(&user, &post, &flags).await;
     let query = "{ topPosts(count: 2) { pid title } }";
-    let hash: String = Sha256::digest(query.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hash = common::sha256_hex(query);
     let named = serde_json::json!({
         "extensions": { "persistedQuery": { "version": 1, "sha256Hash": hash } }
     });

@@ -36,12 +36,23 @@ pub(super) struct Found {
 
 impl Found {
     /// Record `piece`'s errors (paths relative to `at`) and its staleness (at each
-    /// place it answers; its freshness is noted once per piece, by the caller).
+    /// place it answers; its freshness is noted once per piece, by [`Found::note_fresh`]).
     pub(super) fn note(&mut self, piece: &Piece, at: &[PathStep<'_>]) {
         self.note_errors(piece.errors(), at);
         if let Some(stale_for) = piece.served_stale {
             self.stale.push((owned_path(at), stale_for));
         }
+    }
+
+    /// Note what `piece` allows HTTP caches (once per piece, wherever it answers).
+    pub(super) fn note_fresh(&mut self, piece: &Piece) {
+        let fetched_at = piece.fetched_at.filter(|_| piece.served_stale.is_none());
+        self.freshness.note_parts(
+            piece.cache_control,
+            fetched_at,
+            piece.kept_for,
+            piece.per_caller,
+        );
     }
 
     /// Record a subgraph's `errors` (paths relative to `at`).
@@ -75,7 +86,7 @@ impl Found {
                 }
             }
             Ok(piece) => {
-                self.freshness.note(&piece);
+                self.note_fresh(&piece);
                 for (_, path) in &entity.targets {
                     self.note(&piece, &steps[path.clone()]);
                 }

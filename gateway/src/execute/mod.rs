@@ -309,7 +309,7 @@ impl<'a> Run<'a> {
         let mut found = self.found.lock();
         let piece = match piece {
             Ok(piece) => {
-                found.freshness.note(&piece);
+                found.note_fresh(&piece);
                 piece
             }
             Err(e) => {

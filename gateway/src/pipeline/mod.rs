@@ -1,6 +1,9 @@
 //! One GraphQL request, from its decoded body to the response body: the request
 //! path's steps in order.
 //!
+//! 0. **Named documents**: a request that names a persisted document (an APQ hash, a
+//!    trusted document's id) gets its text from [`crate::documents::persisted`], with
+//!    its key already hashed; `--require-persisted` refuses any other here.
 //! 1. **Document**: the document cache ([`crate::documents`]) by the text's hash. A
 //!    new document is measured (tokens, nesting: [`crate::documents::lexical`]),
 //!    parsed, admitted (fragments, counts, reserved names:
@@ -16,7 +19,8 @@
 //!    once the request has its turn when `--max-executing-requests` limits how many
 //!    execute at once ([`crate::server::turns`]; the turn is held through step 5).
 //! 5. **Response**: written from the subgraphs' raw JSON in query order
-//!    ([`crate::response`]).
+//!    ([`crate::response`]), with what HTTP caches may keep of it (`Cache-Control`,
+//!    `ETag`, `304`: [`crate::response::http_cache`]).
 //!
 //! A request-level strategy (`--request-strategy`, [`crate::caching::requests`])
 //! wraps steps 4 and 5 of a query: identical requests in flight share one execution,

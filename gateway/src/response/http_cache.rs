@@ -3,7 +3,7 @@
 //! references it holds.
 //!
 //! **How long.** Execution notes every piece the answer is written from
-//! ([`Freshness::note`]). A piece may be kept until the soonest of:
+//! ([`Freshness::note_parts`]). A piece may be kept until the soonest of:
 //! - its subgraph's own hint: `s-maxage`, else `max-age`, counted from when the
 //!   subgraph's answer arrived (as the `origin-ttl` strategy reads it);
 //! - its namespace's TTL in the gateway's resolver cache, when it came through that
@@ -32,8 +32,6 @@ use std::time::{Duration, Instant};
 use axum::http::HeaderValue;
 use cache_core::CacheDirectives;
 
-use crate::answer::piece::Piece;
-
 /// What the pieces of one answer allow, gathered as execution notes them.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Freshness {
@@ -46,18 +44,6 @@ pub struct Freshness {
 }
 
 impl Freshness {
-    /// Note one piece the answer is written from.
-    #[inline]
-    pub fn note(&mut self, piece: &Piece) {
-        let fetched_at = piece.fetched_at.filter(|_| piece.served_stale.is_none());
-        self.note_parts(
-            piece.cache_control,
-            fetched_at,
-            piece.kept_for,
-            piece.per_caller,
-        );
-    }
-
     /// Note a subgraph answer read in place (no piece, no cache): its directives and
     /// when it arrived.
     pub fn note_answer(&mut self, directives: Option<CacheDirectives>, received: Instant) {
@@ -65,10 +51,10 @@ impl Freshness {
     }
 
     /// Note what one part of the answer allows: its subgraph's directives, when its
-    /// answer arrived (`None`: unknown), how long the resolver cache keeps it, and
-    /// whether its key names the caller.
+    /// answer arrived (`None`: unknown, or served stale), how long the resolver cache
+    /// keeps it, and whether its key names the caller.
     #[inline]
-    fn note_parts(
+    pub fn note_parts(
         &mut self,
         directives: Option<CacheDirectives>,
         fetched_at: Option<Instant>,

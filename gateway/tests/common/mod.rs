@@ -568,6 +568,16 @@ pub fn metric(text: &str, name: &str) -> Option<f64> {
         .and_then(|v| v.parse().ok())
 }
 
+/// The SHA-256 of `text` in lower-case hexadecimal: an APQ hash, and the id of a
+/// document in Apollo's manifest.
+pub fn sha256_hex(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// The lab's policy that keys `Query.me` by the `authorization` header
 /// (`experiments/policies/me-by-user.toml`).
 pub fn me_keyed_by_caller() -> gateway::caching::PolicyFile {
