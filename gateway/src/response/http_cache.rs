@@ -204,7 +204,7 @@ const MOST_SURROGATE_BYTES: usize = 4096;
 
 /// The `Surrogate-Key` of an answer holding these entity references (`Type:key`):
 /// every reference and every type, space-separated; only the types when the list would
-/// pass [`MOST_SURROGATE_BYTES`].
+/// pass 4 KB.
 pub fn surrogate_keys(references: &[String]) -> Option<HeaderValue> {
     if references.is_empty() {
         return None;
