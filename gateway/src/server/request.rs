@@ -242,6 +242,21 @@ fn is_null(raw: &RawValue) -> bool {
     raw.get() == "null"
 }
 
+/// A string member that may be absent or null; refused, naming it, when it is another
+/// type.
+fn optional_string<'b>(
+    raw: Option<&'b RawValue>,
+    name: &str,
+) -> Result<Option<Cow<'b, str>>, Rejection> {
+    match raw {
+        None => Ok(None),
+        Some(raw) if is_null(raw) => Ok(None),
+        Some(raw) => string(raw)
+            .map(Some)
+            .ok_or_else(|| Rejection::bad_request(format!("\"{name}\" must be a string"))),
+    }
+}
+
 impl<'b> GraphqlRequest<'b> {
     pub fn from_json(body: &'b [u8]) -> Result<Self, Rejection> {
         let members: Members<'b> = serde_json::from_slice(body).map_err(|e| {
@@ -251,13 +266,7 @@ impl<'b> GraphqlRequest<'b> {
                 Rejection::bad_request(format!("the body is not valid JSON: {e}"))
             }
         })?;
-        let query = match members.query {
-            None => None,
-            Some(raw) if is_null(raw) => None,
-            Some(raw) => Some(
-                string(raw).ok_or_else(|| Rejection::bad_request("\"query\" must be a string"))?,
-            ),
-        };
+        let query = optional_string(members.query, "query")?;
         let variables = match members.variables {
             None => None,
             Some(raw) if is_null(raw) => None,
@@ -266,26 +275,12 @@ impl<'b> GraphqlRequest<'b> {
                 _ => return Err(Rejection::bad_request("\"variables\" must be an object")),
             },
         };
-        let operation_name = match members.operation_name {
-            None => None,
-            Some(raw) if is_null(raw) => None,
-            Some(raw) => Some(
-                string(raw)
-                    .ok_or_else(|| Rejection::bad_request("\"operationName\" must be a string"))?,
-            ),
-        };
+        let operation_name = optional_string(members.operation_name, "operationName")?;
         let read = match members.extensions {
             Some(raw) => extensions(raw.get())?,
             None => Extensions::default(),
         };
-        let document_id = match members.document_id {
-            None => None,
-            Some(raw) if is_null(raw) => None,
-            Some(raw) => Some(
-                string(raw)
-                    .ok_or_else(|| Rejection::bad_request("\"documentId\" must be a string"))?,
-            ),
-        };
+        let document_id = optional_string(members.document_id, "documentId")?;
         let (cost, naming) = naming(read, document_id, query.is_some())?;
         Ok(GraphqlRequest {
             query,
