@@ -242,13 +242,7 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
     // APQ registrations are shared through the cache's Redis, when it has one.
     let fleet = match &config.cache {
         Some(c) if c.storage != StorageKind::Memory => match &c.redis {
-            Some(r) => Some(
-                r.target
-                    .store_builder()
-                    .command_timeout(r.command_timeout)
-                    .build()
-                    .map_err(|e| anyhow!("{}: {e}", r.target.describe()))?,
-            ),
+            Some(r) => Some(r.store().map_err(|e| anyhow!(e))?),
             None => None,
         },
         _ => None,

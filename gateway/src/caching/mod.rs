@@ -190,11 +190,9 @@ impl ResolverCache {
             return;
         }
         // Every tier: an entity may be cached in any of them. A failure (Redis down)
-        // is logged and counted by the store; the memory tiers are dropped anyway.
-        for tier in &self.tiers {
-            if let Err(e) = tier.cache.invalidate(patterns.clone()).await {
-                tracing::warn!("cache invalidation after {namespace} failed: {e}");
-            }
+        // is logged and counted by the store; the other tiers are dropped anyway.
+        if let Err(e) = self.drop_entries(Some(patterns)).await {
+            tracing::warn!("cache invalidation after {namespace} failed: {e}");
         }
     }
 }

@@ -366,7 +366,7 @@ impl RequestCache {
         if !self.invalidation || references.is_empty() || !self.strategy.stores() {
             return;
         }
-        if let Err(e) = self.cache.invalidate(references).await {
+        if let Err(e) = self.drop_answers(Some(references)).await {
             tracing::warn!("response cache invalidation failed: {e}");
         }
     }

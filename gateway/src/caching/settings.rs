@@ -117,6 +117,19 @@ pub struct RedisSettings {
     pub command_timeout: Duration,
 }
 
+impl RedisSettings {
+    /// A store on this Redis with these settings (auto-pipelining, the command
+    /// timeout); the error names the flag that gave the target.
+    pub fn store(&self) -> Result<RedisStorage, String> {
+        self.target
+            .store_builder()
+            .auto_pipeline(self.auto_pipeline)
+            .command_timeout(self.command_timeout)
+            .build()
+            .map_err(|e| format!("{}: {e}", self.target.describe()))
+    }
+}
+
 /// How the gateway caches, from `--ttl`, `--stale`, `--policy` and friends.
 #[derive(Debug, Clone)]
 pub struct CacheSettings {

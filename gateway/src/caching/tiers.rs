@@ -62,14 +62,7 @@ impl Tier {
                         kind.name()
                     )
                 })?;
-                let store = r
-                    .target
-                    .store_builder()
-                    .auto_pipeline(r.auto_pipeline)
-                    .command_timeout(r.command_timeout)
-                    .build()
-                    .map_err(|e| format!("{}: {e}", r.target.describe()))?;
-                Some(store)
+                Some(r.store()?)
             }
         };
         let mut layered = None;

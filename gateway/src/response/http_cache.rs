@@ -83,13 +83,18 @@ impl Freshness {
                 return;
             }
         };
-        let until = fetched_at + lifetime;
+        self.end_by(fetched_at + lifetime);
+    }
+
+    /// Make `until` the end if it comes sooner than the one noted so far.
+    #[inline]
+    fn end_by(&mut self, until: Instant) {
         self.until = Some(self.until.map_or(until, |u| u.min(until)));
     }
 
     /// The same, kept no later than `until` (a stored answer's own entry).
     pub fn bounded_by(mut self, until: Instant) -> Freshness {
-        self.until = Some(self.until.map_or(until, |u| u.min(until)));
+        self.end_by(until);
         self
     }
 }
