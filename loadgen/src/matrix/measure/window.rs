@@ -35,12 +35,10 @@ fn bench_plan(
     config: &ConfigSpec,
     stack: &Stack,
 ) -> anyhow::Result<BenchPlan> {
-    let (method, query_string) = match &config.query {
-        Some(q) => {
-            let load = q.load_request();
-            (load.method, load.query_string)
-        }
-        None => ("POST", String::new()),
+    let load = config.query.as_ref().map(|q| q.load_request());
+    let (method, query_string) = match &load {
+        Some(load) => (load.method, load.query_string.as_str()),
+        None => ("POST", ""),
     };
     let (headers, body, numbered) = match (&config.query, &config.workload) {
         // A document sent as text, alone: numbered literals are written per request.
@@ -56,7 +54,7 @@ fn bench_plan(
         // table writes it, or none for a GET.
         (Some(q), _) => (
             q.headers.clone(),
-            match q.load_request().body {
+            match load.as_ref().and_then(|l| l.body.clone()) {
                 Some(body) => BodySource::Json(body.into_bytes()),
                 None => BodySource::Empty,
             },
