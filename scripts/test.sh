@@ -21,6 +21,9 @@ need_apt cc gcc
 # The Redis tier's tests start their own redis-server (Debian's package, 7.0 or later),
 # and three of them as a Redis Cluster formed with redis-cli (which the package brings).
 need_apt redis-server redis-server
+# gateway/tests/edge.rs and loadgen's `edge = "varnish"` start their own Varnish with the
+# lab's VCL (Debian's varnish; varnishd sits in /usr/sbin, varnishstat in /usr/bin).
+need_apt varnishstat varnish
 # loadgen/tests/report_browser.rs opens the run pages in headless Chromium (Debian's).
 need_apt chromium chromium
 # loadgen/tests/matrix_peers.rs runs the Mercurius peer gateway (peers/mercurius: Node, and

@@ -168,6 +168,11 @@ pub struct Cli {
     /// and their types), so that an edge cache can purge by entity.
     #[arg(long)]
     pub surrogate_keys: bool,
+    /// The edge cache in front (the lab's VCL is `local-varnish/lab.vcl`):
+    /// after a mutation, and on `POST /invalidate`, send it a `PURGE` naming the
+    /// surrogate keys to drop.
+    #[arg(long, value_name = "URL", requires = "surrogate_keys")]
+    pub edge_purge: Option<String>,
     /// Bound of the automatic persisted queries' store (APQ), in bytes of text
     /// (0 turns APQ off).
     #[arg(long, value_name = "BYTES", default_value_t = 8 << 20)]
@@ -511,6 +516,12 @@ impl Cli {
                 apq_bytes: self.apq_cache_bytes,
             },
             surrogate_keys: self.surrogate_keys,
+            edge_purge: match &self.edge_purge {
+                Some(url) => Some(std::sync::Arc::new(crate::caching::edge::EdgePurge::new(
+                    url,
+                )?)),
+                None => None,
+            },
         })
     }
 }

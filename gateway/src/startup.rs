@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context as _};
 
+use crate::caching::edge::EdgePurge;
 use crate::caching::requests::{RequestCache, RequestStrategy};
 use crate::caching::{CacheSettings, ResolverCache, StorageKind};
 use crate::documents::persisted::{PersistedDocuments, PersistedSettings};
@@ -84,6 +85,8 @@ pub struct GatewayConfig {
     pub persisted: PersistedSettings,
     /// `--surrogate-keys`: answers name the entities they hold in `Surrogate-Key`.
     pub surrogate_keys: bool,
+    /// `--edge-purge`: the edge cache purged after mutations and on `/invalidate`.
+    pub edge_purge: Option<Arc<EdgePurge>>,
     /// The shards the gateway runs on ([`crate::runtime`]; 1 under the pool): the
     /// upstream keeps idle subgraph connections per shard.
     pub shards: usize,
@@ -169,6 +172,7 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
         // response strategy's stored answers, and for `Surrogate-Key`.
         config.cache.is_some()
             || config.surrogate_keys
+            || config.edge_purge.is_some()
             || config
                 .request_strategy
                 .as_ref()
@@ -249,6 +253,9 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
     };
     let persisted = Arc::new(PersistedDocuments::new(&config.persisted, fleet));
     metrics.add_source(&persisted, PersistedDocuments::prometheus);
+    if let Some(edge) = &config.edge_purge {
+        metrics.add_source(edge, EdgePurge::prometheus);
+    }
     let turns = Arc::new(Turns::new(config.requests.max_executing));
     metrics.add_source(&turns, Turns::prometheus);
     Ok(Arc::new(App {
@@ -266,5 +273,6 @@ pub async fn build_app(config: &GatewayConfig) -> anyhow::Result<Arc<App>> {
         persisted,
         vary,
         surrogate_keys: config.surrogate_keys,
+        edge: config.edge_purge.clone(),
     }))
 }

@@ -13,8 +13,11 @@
 //! **Each level.** The resolver cache drops its entries in every tier: in memory, in
 //! Redis (so every gateway sharing it), and through the layered store's broadcast (so
 //! every gateway's L1). The response strategy's stored answers are dropped by the
-//! same references; they are not indexed by field, so a namespace drops them all. The
-//! answer counts what each level dropped: `{"dropped": {"resolver": 3, "response": 1}}`.
+//! same references; they are not indexed by field, so a namespace drops them all. With
+//! `--edge-purge` the edge cache in front is sent a purge by surrogate key
+//! ([`super::edge`]). The answer counts what each level dropped:
+//! `{"dropped": {"resolver": 3, "response": 1}}`, plus `"edge": "purged"` when the
+//! edge took its purge.
 //!
 //! **Namespaces need a reference.** Entries are indexed by the entities they hold, not
 //! by field. With `--admin-listen`, each resolver entry also carries its namespace as a
@@ -23,6 +26,7 @@
 
 use serde::Deserialize;
 
+use super::edge::{EdgeKeys, EdgePurge};
 use super::requests::RequestCache;
 use super::ResolverCache;
 
@@ -143,32 +147,54 @@ impl Target {
 pub struct Dropped {
     pub resolver: u64,
     pub response: u64,
+    /// Whether the edge was sent its purge (`None` without `--edge-purge`): Varnish's
+    /// bans do not say how many answers they will drop.
+    pub edge: Option<bool>,
 }
 
 impl Dropped {
     /// As the answer's body.
     pub fn to_json(self) -> String {
+        let edge = match self.edge {
+            Some(true) => r#","edge":"purged""#,
+            _ => "",
+        };
         format!(
-            r#"{{"dropped":{{"resolver":{},"response":{}}}}}"#,
+            r#"{{"dropped":{{"resolver":{},"response":{}}}{edge}}}"#,
             self.resolver, self.response
         )
     }
 }
 
-/// Drop `target` from the resolver cache and the response store, where they run.
+/// Drop `target` from the resolver cache, the response store and the edge, where
+/// they run. Every level is tried; the first failure is the answer.
 pub async fn invalidate(
     resolver: Option<&ResolverCache>,
     responses: Option<&RequestCache>,
+    edge: Option<&EdgePurge>,
     target: &Target,
 ) -> Result<Dropped, String> {
     let mut dropped = Dropped::default();
+    let mut failed = None;
     if let Some(cache) = resolver {
-        dropped.resolver = cache.drop_entries(target.resolver_patterns()).await?;
+        match cache.drop_entries(target.resolver_patterns()).await {
+            Ok(n) => dropped.resolver = n,
+            Err(e) => failed = failed.or(Some(e)),
+        }
     }
     if let Some(store) = responses {
-        dropped.response = store.drop_answers(target.response_patterns()).await?;
+        match store.drop_answers(target.response_patterns()).await {
+            Ok(n) => dropped.response = n,
+            Err(e) => failed = failed.or(Some(e)),
+        }
     }
-    Ok(dropped)
+    if let Some(edge) = edge {
+        match edge.purge(&EdgeKeys::of_target(target)).await {
+            Ok(()) => dropped.edge = Some(true),
+            Err(e) => failed = failed.or(Some(e)),
+        }
+    }
+    failed.map_or(Ok(dropped), Err)
 }
 
 #[cfg(test)]

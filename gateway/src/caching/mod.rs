@@ -60,6 +60,7 @@ use std::sync::{Arc, RwLock};
 mod callers;
 mod calls;
 mod conflicts;
+pub mod edge;
 mod fetching;
 pub mod invalidation;
 mod references;

@@ -48,6 +48,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
+use crate::caching::edge::{EdgeKeys, EdgePurge};
 use crate::caching::requests::{Answer, Produced, RequestCache};
 use crate::documents::persisted::{PersistedDocuments, Resolved};
 use crate::documents::validation::Validator;
@@ -86,6 +87,8 @@ pub struct App {
     pub vary: Option<HeaderValue>,
     /// `--surrogate-keys`: answers name the entities they hold in `Surrogate-Key`.
     pub surrogate_keys: bool,
+    /// `--edge-purge`: the edge cache in front, purged after mutations.
+    pub edge: Option<Arc<EdgePurge>>,
 }
 
 /// The answer to a request that never reached execution: a 4xx with its message.
@@ -411,19 +414,26 @@ pub async fn handle(
                 return timed_out(app, media, started);
             };
             let mutated = requests.filter(|r| plan.mutation && r.stores_references());
+            let edge = app.edge.as_deref().filter(|_| plan.mutation);
             let produced = produce(
                 &app.executor,
                 &plan,
                 &outcome,
                 &input,
-                mutated.is_some(),
+                mutated.is_some() || edge.is_some(),
                 app.surrogate_keys,
                 &app.metrics,
             );
             drop(turn);
+            // The stored answers, and the edge's kept ones, written from an entity the
+            // mutation returned go before its response does.
+            if let Some(edge) = edge {
+                // A failure is logged and counted; the mutation itself happened.
+                let _ = edge
+                    .purge(&EdgeKeys::of_references(&produced.references))
+                    .await;
+            }
             if let Some(requests) = mutated {
-                // The stored answers written from an entity the mutation returned go
-                // before its response does.
                 Box::pin(requests.after_mutation(produced.references)).await;
             }
             produced.answer

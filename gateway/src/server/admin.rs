@@ -4,9 +4,9 @@
 //!
 //! `POST /invalidate` takes a JSON body naming what changed
 //! ([`crate::caching::invalidation`]) and answers `200` with what each cache level
-//! dropped (`{"dropped": {"resolver": 3, "response": 1}}`), `400` with a message for a
-//! body it cannot read, `503` when a level could not be reached (Redis down: what
-//! could be dropped was).
+//! dropped (`{"dropped": {"resolver": 3, "response": 1}}`, with `"edge": "purged"`
+//! under `--edge-purge`), `400` with a message for a body it cannot read, `503` when a
+//! level could not be reached (Redis down, the edge away: what could be dropped was).
 
 use std::sync::Arc;
 
@@ -47,7 +47,7 @@ async fn invalidate_post(State(app): State<Arc<App>>, body: Bytes) -> Response {
     };
     let resolver = app.executor.cache.as_deref();
     let responses = app.requests.as_deref();
-    match invalidate(resolver, responses, &target).await {
+    match invalidate(resolver, responses, app.edge.as_deref(), &target).await {
         Ok(dropped) => json(StatusCode::OK, dropped.to_json()),
         Err(e) => message(StatusCode::SERVICE_UNAVAILABLE, e),
     }

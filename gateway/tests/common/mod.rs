@@ -142,6 +142,7 @@ pub fn config(subgraphs: Vec<Subgraph>) -> GatewayConfig {
         shards: 1,
         persisted: Default::default(),
         surrogate_keys: false,
+        edge_purge: None,
     }
 }
 
@@ -409,7 +410,28 @@ impl GatewayProcess {
         extra: &[&str],
         stderr: impl Into<Stdio>,
     ) -> GatewayProcess {
-        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        GatewayProcess::launch(free_port(), user, post, extra, stderr.into()).await
+    }
+
+    /// Like [`GatewayProcess::start`], on `port` (one a test chose earlier, for a
+    /// process that must know it first: an edge cache in front).
+    pub async fn start_at(
+        port: u16,
+        user: &Server,
+        post: &Server,
+        extra: &[&str],
+    ) -> GatewayProcess {
+        GatewayProcess::launch(port, user, post, extra, Stdio::null()).await
+    }
+
+    async fn launch(
+        port: u16,
+        user: &Server,
+        post: &Server,
+        extra: &[&str],
+        stderr: Stdio,
+    ) -> GatewayProcess {
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_gateway"))
             .args(["--listen", &addr.to_string()])
             .args(["--subgraph", &format!("user={}", user.url())])
