@@ -10,7 +10,9 @@
 
 mod common;
 
-use common::{post_router, user_router, GatewayProcess, Server};
+use std::time::Duration;
+
+use common::{post_router, post_router_delayed, user_router, GatewayProcess, Server};
 use local_varnish::LocalVarnish;
 use serde_json::{json, Value};
 
@@ -31,8 +33,12 @@ struct Rig {
 
 impl Rig {
     async fn start() -> Rig {
+        Rig::start_over(Server::start(post_router()).await).await
+    }
+
+    /// The rig over `post` (a delayed post-service, say).
+    async fn start_over(post: Server) -> Rig {
         let user = Server::start(user_router()).await;
-        let post = Server::start(post_router()).await;
         // Varnish first, so that the gateway knows where to purge; it answers 503
         // until the gateway behind it is up.
         let gateway_port = common::free_port();
@@ -218,4 +224,40 @@ async fn invalidate_reaches_the_edge_and_a_missing_edge_is_named() {
         error.contains("the edge at") && error.contains(&nowhere),
         "{error}"
     );
+}
+
+#[tokio::test]
+async fn an_answer_that_a_purge_overlapped_is_not_kept() {
+    // post-service holds every answer 300 ms: a read of posts and their authors is
+    // still executing when a mutation of a user, 100 ms in, purges the edge.
+    let rig =
+        Rig::start_over(Server::start(post_router_delayed(Duration::from_millis(300))).await).await;
+    let url = |count: u32| {
+        let query = format!("{{ topPosts(count: {count}) {{ pid author {{ id name }} }} }}");
+        format!(
+            "http://{}/graphql?query={}",
+            rig.gateway.addr,
+            encode(&query)
+        )
+    };
+    let read = |url: String| {
+        let http = rig.http.clone();
+        async move {
+            let r = http.get(url).send().await.unwrap();
+            let cache_control = r.headers()["cache-control"].to_str().unwrap().to_string();
+            (cache_control, r.text().await.unwrap())
+        }
+    };
+    let alone = read(url(2)).await;
+    assert!(alone.0.starts_with("public"), "{alone:?}");
+    // Another count: not in the gateway's resolver cache, so it waits on post-service.
+    let overlapped = tokio::spawn(read(url(3)));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let renamed = rig
+        .gateway
+        .post_json(&json!({ "query": r#"mutation { updateUser(id: "u2", name: "Renamed") { id name } }"# }))
+        .await;
+    assert_eq!(renamed["data"]["updateUser"]["id"], "u2", "{renamed}");
+    let (cache_control, body) = overlapped.await.unwrap();
+    assert_eq!(cache_control, "no-store", "{body}");
 }

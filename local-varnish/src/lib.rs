@@ -96,6 +96,9 @@ pub struct Counters {
     pub passes: u64,
     /// Bans added (`MAIN.bans_added`): each purge is one.
     pub bans: u64,
+    /// Requests it sent to the gateway (`MAIN.backend_req`): misses, passes, and
+    /// lookups that found an uncacheable marker.
+    pub fetches: u64,
 }
 
 impl Counters {
@@ -107,6 +110,7 @@ impl Counters {
             misses: self.misses.saturating_sub(earlier.misses),
             passes: self.passes.saturating_sub(earlier.passes),
             bans: self.bans.saturating_sub(earlier.bans),
+            fetches: self.fetches.saturating_sub(earlier.fetches),
         }
     }
 
@@ -127,6 +131,7 @@ impl Counters {
                 "MAIN.cache_miss" => c.misses = value,
                 "MAIN.s_pass" => c.passes = value,
                 "MAIN.bans_added" => c.bans = value,
+                "MAIN.backend_req" => c.fetches = value,
                 _ => {}
             }
         }
@@ -140,7 +145,7 @@ pub fn counters(varnishstat: &Path, workdir: &Path) -> io::Result<Counters> {
         .args(["-n", &workdir.display().to_string(), "-1"])
         .args(["-f", "MAIN.client_req", "-f", "MAIN.cache_hit"])
         .args(["-f", "MAIN.cache_miss", "-f", "MAIN.s_pass"])
-        .args(["-f", "MAIN.bans_added"])
+        .args(["-f", "MAIN.bans_added", "-f", "MAIN.backend_req"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -297,7 +302,8 @@ mod tests {
                     MAIN.cache_hit    11   0.00 Cache hits\n\
                     MAIN.cache_miss    7   0.00 Cache misses\n\
                     MAIN.s_pass        3   0.00 Total pass-ed requests seen\n\
-                    MAIN.bans_added    2   0.00 Bans added\n";
+                    MAIN.bans_added    2   0.00 Bans added\n\
+                    MAIN.backend_req  10   0.00 Backend requests made\n";
         let c = Counters::parse(text);
         assert_eq!(
             c,
@@ -306,7 +312,8 @@ mod tests {
                 hits: 11,
                 misses: 7,
                 passes: 3,
-                bans: 2
+                bans: 2,
+                fetches: 10
             }
         );
         let later = Counters { hits: 20, ..c };

@@ -17,11 +17,20 @@
 //! - A key the VCL cannot take safely (other than letters, digits and `_:.@-`) is
 //!   purged by its type, and a list past 4 KB by its types alone: never less than asked.
 //!
+//! **A purge against a read in flight.** Varnish's ban drops only what it kept before
+//! the ban: an answer whose execution began before a mutation and ends after its purge
+//! would be kept afterwards, stale, for its whole lifetime. So every purge moves an
+//! epoch first ([`EdgePurge::epoch`]), and an answer whose execution saw the epoch move
+//! goes out `no-store`.
+//!
 //! **Bounded.** One request, under a 2 s deadline; a failure is logged and counted
 //! (`gateway_edge_purges_total{outcome="failed"}`): the mutation still answers, and
 //! `/invalidate` answers 503 naming the edge.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU64,
+    Ordering::{AcqRel, Acquire, Relaxed},
+};
 use std::time::Duration;
 
 use super::invalidation::Target;
@@ -100,6 +109,8 @@ pub struct EdgePurge {
     http: reqwest::Client,
     sent: AtomicU64,
     failed: AtomicU64,
+    /// Purges begun: moved before each is sent.
+    epoch: AtomicU64,
 }
 
 impl EdgePurge {
@@ -122,7 +133,14 @@ impl EdgePurge {
             http,
             sent: AtomicU64::new(0),
             failed: AtomicU64::new(0),
+            epoch: AtomicU64::new(0),
         })
+    }
+
+    /// How many purges have begun: an answer that saw this change while it was
+    /// executed is not kept at the edge.
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Acquire)
     }
 
     /// Ask the edge to drop `keys`; nothing is sent for an empty list.
@@ -130,6 +148,7 @@ impl EdgePurge {
         if matches!(keys, EdgeKeys::Keys(k) if k.is_empty()) {
             return Ok(());
         }
+        self.epoch.fetch_add(1, AcqRel);
         let method = reqwest::Method::from_bytes(b"PURGE").expect("PURGE is a method");
         let sent = self
             .http

@@ -342,7 +342,10 @@ pub async fn handle(
         return respond(StatusCode::OK, Bytes::from(body), MediaType::Json);
     }
     // 4. Execution, and 5. the response: through the request-level strategy when one
-    //    runs and this is a query.
+    //    runs and this is a query. Under `--edge-purge`, the purges so far: an answer
+    //    whose execution a purge overlapped may hold what the purge dropped, so the
+    //    edge must not keep it.
+    let edge_epoch = app.edge.as_deref().map(EdgePurge::epoch);
     let input = Arc::new(RequestInput {
         authorization: headers.get(header::AUTHORIZATION).cloned(),
         headers,
@@ -425,16 +428,16 @@ pub async fn handle(
                 &app.metrics,
             );
             drop(turn);
-            // The stored answers, and the edge's kept ones, written from an entity the
-            // mutation returned go before its response does.
-            if let Some(edge) = edge {
-                // A failure is logged and counted; the mutation itself happened.
-                let _ = edge
-                    .purge(&EdgeKeys::of_references(&produced.references))
-                    .await;
-            }
+            // The stored answers, then the edge's kept ones, written from an entity
+            // the mutation returned go before its response does (in that order, so
+            // that the edge cannot keep a stored answer read in between).
+            let edge_keys = edge.map(|_| EdgeKeys::of_references(&produced.references));
             if let Some(requests) = mutated {
                 Box::pin(requests.after_mutation(produced.references)).await;
+            }
+            if let (Some(edge), Some(keys)) = (edge, edge_keys) {
+                // A failure is logged and counted; the mutation itself happened.
+                let _ = edge.purge(&keys).await;
             }
             produced.answer
         }
@@ -445,6 +448,13 @@ pub async fn handle(
         // The figures make the body another one: no validator, nothing kept.
         let body = crate::response::with_cost(&answer, estimated, app.document_limits.max_cost);
         return respond_keepable(app, body, &Keepable::never(), &input, media);
+    }
+    if app
+        .edge
+        .as_deref()
+        .is_some_and(|e| Some(e.epoch()) != edge_epoch)
+    {
+        return respond_keepable(app, answer.body, &Keepable::never(), &input, media);
     }
     respond_keepable(app, answer.body, &answer.keepable, &input, media)
 }

@@ -248,12 +248,40 @@ impl RequestTemplate {
         }
     }
 
+    /// A `GET` of this template's path with `query` (`?query=…`, already encoded) and
+    /// `extra` headers, without a body (a workload's reads by GET).
+    pub fn build_get(&self, query: &[u8], extra: &[(&HeaderName, &[u8])]) -> WireRequest {
+        let path = self.path.path().as_bytes();
+        let mut line = Vec::with_capacity(path.len() + query.len() + 16);
+        line.extend_from_slice(b"GET ");
+        line.extend_from_slice(path);
+        line.extend_from_slice(query);
+        line.extend_from_slice(b" HTTP/1.1\r\n");
+        WireRequest {
+            head: Bytes::from(self.head_with(&line, true, 0, extra)),
+            body: Bytes::new(),
+            head_request: false,
+        }
+    }
+
     /// The head, written out: request line, the template's headers less those `extra`
     /// replaces, `extra`, and `content-length` (left out for an empty body of a method
     /// that has none, as GET).
     fn head(&self, body_len: usize, extra: &[(&HeaderName, &[u8])]) -> Vec<u8> {
+        let bodiless = matches!(self.method, Method::GET | Method::HEAD | Method::DELETE);
+        self.head_with(&self.request_line, bodiless, body_len, extra)
+    }
+
+    /// [`RequestTemplate::head`] with another request line.
+    fn head_with(
+        &self,
+        request_line: &[u8],
+        bodiless: bool,
+        body_len: usize,
+        extra: &[(&HeaderName, &[u8])],
+    ) -> Vec<u8> {
         let mut head = Vec::with_capacity(128 + self.headers.len() * 32);
-        head.extend_from_slice(&self.request_line);
+        head.extend_from_slice(request_line);
         let mut line = |name: &[u8], value: &[u8]| {
             head.extend_from_slice(name);
             head.extend_from_slice(b": ");
@@ -268,7 +296,6 @@ impl RequestTemplate {
         for (name, value) in extra {
             line(name.as_str().as_bytes(), value);
         }
-        let bodiless = matches!(self.method, Method::GET | Method::HEAD | Method::DELETE);
         if body_len > 0 || !bodiless {
             line(
                 b"content-length",
@@ -368,6 +395,20 @@ pub fn graphql_body(query: &str, variables: Option<&str>) -> Result<Bytes, Templ
         body.insert("variables".into(), value);
     }
     Ok(Bytes::from(serde_json::Value::Object(body).to_string()))
+}
+
+/// `text` percent-encoded for a URL's query string (every byte but letters, digits
+/// and `-_.~`).
+pub fn percent_encoded(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() * 3 / 2);
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -45,6 +45,10 @@ pub struct GraphFile {
     pub supergraph: Option<String>,
     #[serde(default)]
     pub operations: Option<String>,
+    /// How the operations' reads are sent (`"GET"` or `"POST"`), over the file's own
+    /// `read_method`: GET lets an edge cache in front keep them.
+    #[serde(default)]
+    pub read_method: Option<String>,
     #[serde(default)]
     pub subgraphs: BTreeMap<String, String>,
 }
@@ -112,6 +116,8 @@ pub struct GraphSpec {
     pub supergraph: Option<PathBuf>,
     /// The operations file `[graph] operations` names.
     pub operations: Option<PathBuf>,
+    /// `[graph] read_method`: how those operations' reads are sent.
+    pub read_method: Option<String>,
     pub subgraphs: Vec<SubgraphSpec>,
     /// The lab's own two subgraphs, as configured by `user_service`/`post_service`.
     pub lab: bool,
@@ -156,6 +162,7 @@ impl GraphSpec {
         GraphSpec {
             supergraph: None,
             operations: None,
+            read_method: None,
             subgraphs: vec![
                 started("user", USER_SERVICE, super::network::USER_SERVICE),
                 started("post", POST_SERVICE, super::network::POST_SERVICE),
@@ -359,6 +366,7 @@ impl GraphSpec {
         Ok(GraphSpec {
             supergraph,
             operations: graph.operations.as_ref().map(|f| base_dir.join(f)),
+            read_method: graph.read_method.clone(),
             subgraphs,
             lab: false,
         })

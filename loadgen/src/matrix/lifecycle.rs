@@ -1,8 +1,9 @@
 //! The processes of one configuration in one round: start them on free ports (Redis,
 //! or a Redis Cluster, first, then the subgraphs the graph has the runner start (the
 //! lab's user-service and post-service, or an experiment's `[[services.subgraph]]`),
-//! then the latency proxies of `[config.network]`, then the gateways), wait for their
-//! health, check the answer, and stop them by PID.
+//! then the latency proxies of `[config.network]`, then the edge cache of
+//! `edge = "varnish"`, then the gateways), wait for their health, check the answer,
+//! and stop them by PID.
 //!
 //! Every process is a [`ServiceProcess`], which stops itself when dropped: an error
 //! anywhere in a round never leaves a gateway behind.
@@ -16,7 +17,10 @@ use anyhow::{anyhow, bail, Context};
 use hyper::Method;
 
 use super::answer_diff;
-use super::experiment::{ConfigSpec, REDIS_CLUSTER_PLACEHOLDER, REDIS_PLACEHOLDER};
+use super::edge_cache::{EdgeCache, EDGE_NAME};
+use super::experiment::{
+    ConfigSpec, EDGE_PLACEHOLDER, REDIS_CLUSTER_PLACEHOLDER, REDIS_PLACEHOLDER,
+};
 use super::graph::Started;
 use super::http_probe;
 use super::network;
@@ -63,6 +67,8 @@ pub struct Stack {
     pub gateways: Vec<(ServiceProcess, Duration)>,
     /// `loadgen netproxy` in front of the services `[config.network]` names.
     pub proxies: Vec<(ServiceProcess, Duration)>,
+    /// Varnish in front of the gateway (`edge = "varnish"`): the load goes through it.
+    pub edge: Option<EdgeCache>,
     /// Whether the gateway is a peer's (no profile of its own).
     pub peer: bool,
     /// The gateway the runner did not start (`url = ...`), by name and address: the
@@ -117,6 +123,7 @@ impl Stack {
                 subgraphs: Vec::new(),
                 gateways: Vec::new(),
                 proxies: Vec::new(),
+                edge: None,
                 peer: true,
                 external: Some((GATEWAY.to_string(), external.addr)),
                 metered: false,
@@ -132,7 +139,12 @@ impl Stack {
         let started: Vec<(&str, &Started)> = config.graph.started().collect();
         let proxied = config.network.links.len();
         let mut ports = free_ports(
-            started.len() + instances + usize::from(config.redis) + cluster_nodes + proxied,
+            started.len()
+                + instances
+                + usize::from(config.redis)
+                + cluster_nodes
+                + proxied
+                + usize::from(config.edge),
         )
         .context("choosing free ports")?
         .into_iter();
@@ -236,10 +248,32 @@ impl Stack {
                 None => a.clone(),
             })
             .collect();
+        // The edge before the gateway it fronts, so that `{edge}` names it.
+        let gateway_ports: Vec<u16> = (0..instances).map(|_| next_port()).collect();
+        let edge = if config.edge {
+            let port = next_port();
+            Some(EdgeCache::start(
+                (launch.experiment_name, &config.name),
+                port,
+                gateway_ports[0],
+                &launch.logs.join(format!("{}-varnish.vcl", launch.tag)),
+                &log(EDGE_NAME),
+                HEALTH_DEADLINE,
+            )?)
+        } else {
+            None
+        };
+        let gateway_extra: Vec<String> = match &edge {
+            Some(edge) => gateway_extra
+                .iter()
+                .map(|a| a.replace(EDGE_PLACEHOLDER, &edge.purge_url()))
+                .collect(),
+            None => gateway_extra,
+        };
         let graph_args = config.graph.gateway_args(&reached);
         let mut gateways = Vec::with_capacity(instances);
-        for i in 0..instances {
-            let gateway_addr = addr(next_port());
+        for (i, port) in gateway_ports.into_iter().enumerate() {
+            let gateway_addr = addr(port);
             let name = gateway_name(i);
             let (program, gateway_args, health) = match &config.peer {
                 Some(peer) => {
@@ -290,15 +324,19 @@ impl Stack {
             subgraphs,
             gateways,
             proxies,
+            edge,
             peer: config.peer.is_some(),
             external: None,
             metered: config.peer.as_ref().is_none_or(|p| p.peer.metrics),
         })
     }
 
-    /// Where the load goes, by gateway name: the started gateways, or the one at the
-    /// configuration's URL.
+    /// Where the load goes, by gateway name: the started gateways, the edge in front
+    /// of the one gateway, or the one at the configuration's URL.
     pub fn targets(&self) -> Vec<(String, SocketAddr)> {
+        if let Some(edge) = &self.edge {
+            return vec![(gateway_name(0), edge.process.addr)];
+        }
         match &self.external {
             Some(external) => vec![external.clone()],
             None => self
@@ -309,11 +347,13 @@ impl Stack {
         }
     }
 
-    /// Every process with the time it took to be healthy: gateways, latency proxies,
-    /// the subgraphs (last started first), redis-server (or the cluster's nodes).
+    /// Every process with the time it took to be healthy: the edge, gateways, latency
+    /// proxies, the subgraphs (last started first), redis-server (or the cluster's
+    /// nodes).
     pub fn processes(&self) -> Vec<(&ServiceProcess, Duration)> {
         let mut all: Vec<(&ServiceProcess, Duration)> =
-            self.gateways.iter().map(|(p, d)| (p, *d)).collect();
+            self.edge.iter().map(|e| (&e.process, e.ready)).collect();
+        all.extend(self.gateways.iter().map(|(p, d)| (p, *d)));
         all.extend(self.proxies.iter().map(|(p, d)| (p, *d)));
         all.extend(self.subgraphs.iter().rev().map(|s| (&s.process, s.ready)));
         if let Some((r, d)) = &self.redis {
@@ -389,13 +429,22 @@ impl Stack {
             .collect()
     }
 
-    /// Name and PID of the processes whose CPU is measured (all but redis-server).
+    /// Name and PID of the processes whose CPU is measured (all but redis-server; the
+    /// edge by its cache process).
     pub fn measured(&self) -> Vec<(String, u32)> {
         self.processes()
             .iter()
             .filter(|(p, _)| !p.name.starts_with(redis_server::REDIS_NAME))
-            .map(|(p, _)| (p.name.clone(), p.pid()))
+            .map(|(p, _)| match &self.edge {
+                Some(edge) if p.name == EDGE_NAME => (p.name.clone(), edge.measured_pid()),
+                _ => (p.name.clone(), p.pid()),
+            })
             .collect()
+    }
+
+    /// The edge's counters now, if there is an edge.
+    pub fn edge_counters(&self) -> Option<anyhow::Result<local_varnish::Counters>> {
+        self.edge.as_ref().map(EdgeCache::counters)
     }
 
     /// Ask every gateway what the configuration sends, each answer within `deadline`,
@@ -438,10 +487,11 @@ impl Stack {
     /// of [`Stack::processes`]; returns how each ended.
     pub fn stop(&mut self) -> Vec<String> {
         let mut stopped: Vec<String> = self
-            .gateways
+            .edge
             .iter_mut()
-            .map(|(g, _)| g.stop(STOP_GRACE))
+            .map(|e| e.process.stop(STOP_GRACE))
             .collect();
+        stopped.extend(self.gateways.iter_mut().map(|(g, _)| g.stop(STOP_GRACE)));
         stopped.extend(self.proxies.iter_mut().map(|(p, _)| p.stop(STOP_GRACE)));
         stopped.extend(
             self.subgraphs

@@ -33,6 +33,7 @@ pub mod calibration;
 pub mod compare;
 pub mod confidence;
 pub mod disturbance;
+pub mod edge_cache;
 pub mod error_budget;
 pub mod eta;
 pub mod experiment;

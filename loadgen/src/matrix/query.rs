@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::request_template::PLACEHOLDER;
+use crate::bench::request_template::{percent_encoded, PLACEHOLDER};
 use crate::workload::document::{located, read as read_document};
 use crate::workload::source::Place;
 
@@ -40,7 +40,7 @@ pub struct QueryFile {
     /// Which operation of the document runs (needed when it has several).
     #[serde(default)]
     operation_name: Option<String>,
-    /// How the load names the document: "text", "apq", "apq-get" or "document-id".
+    /// How the load names the document: "text", "get", "apq", "apq-get" or "document-id".
     #[serde(default)]
     send: Option<String>,
 }
@@ -51,6 +51,9 @@ pub struct QueryFile {
 pub enum Send {
     /// `{"query": text}` by POST.
     Text,
+    /// The text in the URL of a GET (`?query=…`), with no body: what an HTTP cache in
+    /// front can keep.
+    Get,
     /// `extensions.persistedQuery.sha256Hash` alone, by POST.
     Apq,
     /// The same in the URL of a GET, with no body.
@@ -61,12 +64,13 @@ pub enum Send {
 }
 
 impl Send {
-    const NAMES: &'static str = "\"text\", \"apq\", \"apq-get\" or \"document-id\"";
+    const NAMES: &'static str = "\"text\", \"get\", \"apq\", \"apq-get\" or \"document-id\"";
 
     /// As an experiment file names it.
     pub fn name(self) -> &'static str {
         match self {
             Send::Text => "text",
+            Send::Get => "get",
             Send::Apq => "apq",
             Send::ApqGet => "apq-get",
             Send::DocumentId => "document-id",
@@ -76,6 +80,7 @@ impl Send {
     fn parse(name: &str) -> Option<Send> {
         Some(match name {
             "text" => Send::Text,
+            "get" => Send::Get,
             "apq" => Send::Apq,
             "apq-get" => Send::ApqGet,
             "document-id" => Send::DocumentId,
@@ -92,19 +97,6 @@ pub fn sha256_hex(text: &str) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-/// `text` percent-encoded for a URL's query string.
-fn percent_encoded(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() * 3 / 2);
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// What the load sends, prepared once: the method, what follows the configuration's
@@ -145,7 +137,7 @@ impl QuerySpec {
     /// its id.
     pub fn check_body(&self) -> String {
         let body = match self.send {
-            Send::Text => self.body(),
+            Send::Text | Send::Get => self.body(),
             Send::Apq | Send::ApqGet => self.body_with(true, true, false),
             Send::DocumentId => self.body_with(false, false, true),
         };
@@ -172,11 +164,14 @@ impl QuerySpec {
             Send::Text => post(self.body()),
             Send::Apq => post(self.body_with(false, true, false)),
             Send::DocumentId => post(self.body_with(false, false, true)),
-            Send::ApqGet => {
-                let mut query_string = format!(
-                    "?extensions={}",
-                    percent_encoded(&self.persisted_query().to_string())
-                );
+            Send::Get | Send::ApqGet => {
+                let mut query_string = match self.send {
+                    Send::Get => format!("?query={}", percent_encoded(&self.document)),
+                    _ => format!(
+                        "?extensions={}",
+                        percent_encoded(&self.persisted_query().to_string())
+                    ),
+                };
                 if let Some(name) = &self.operation_name {
                     query_string.push_str(&format!("&operationName={}", percent_encoded(name)));
                 }

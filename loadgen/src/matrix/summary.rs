@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cache_figures::CacheFigures;
 use super::confidence::Interval;
+use super::edge_cache::EdgeFigures;
 use super::profile::ProfileFigures;
 use super::sampling::ProcessCpu;
 use crate::bench::recorder::ErrorCounts;
@@ -173,6 +174,9 @@ pub struct Measurement {
     /// and body), when every request was the same.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<RequestSent>,
+    /// What the edge cache in front did in the window (`edge = "varnish"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edge: Option<EdgeFigures>,
 }
 
 impl Measurement {
@@ -607,6 +611,7 @@ pub(crate) mod fixtures {
             cache: None,
             answer_differences: Vec::new(),
             request: None,
+            edge: None,
         }
     }
 }

@@ -25,8 +25,21 @@ pub fn from_toml_at(text: &str, path: &Path) -> Result<Option<Workload>, String>
 /// The operations file `path`, whose contents are `text`. Every error names the file
 /// (and, for an operation's document or variables, the line).
 pub fn operations_file(text: &str, path: &Path) -> Result<Workload, String> {
-    let file: WorkloadFile = toml::from_str(text)
+    operations_file_reading_by(text, path, None)
+}
+
+/// [`operations_file`], its reads sent by `read_method` when given (an experiment's
+/// `[graph] read_method`, over the file's own).
+fn operations_file_reading_by(
+    text: &str,
+    path: &Path,
+    read_method: Option<&str>,
+) -> Result<Workload, String> {
+    let mut file: WorkloadFile = toml::from_str(text)
         .map_err(|e| format!("{}: {}", path.display(), e.to_string().trim_end()))?;
+    if let Some(method) = read_method {
+        file.read_method = Some(method.to_string());
+    }
     let origin = Origin::of(text, path, Table::TopLevel);
     Workload::from_file_in(file, &origin).map_err(|e| {
         if e.starts_with(&path.display().to_string())
@@ -41,9 +54,17 @@ pub fn operations_file(text: &str, path: &Path) -> Result<Workload, String> {
 
 /// Read the operations file at `path`.
 pub fn read_operations_file(path: &Path) -> Result<Workload, String> {
+    read_operations_file_reading_by(path, None)
+}
+
+/// Read the operations file at `path`, its reads sent by `read_method` when given.
+pub fn read_operations_file_reading_by(
+    path: &Path,
+    read_method: Option<&str>,
+) -> Result<Workload, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    operations_file(&text, path)
+    operations_file_reading_by(&text, path, read_method)
 }
 
 /// What `loadgen bench --workload FILE` sends: the file's `[workload]`, the operations

@@ -38,6 +38,11 @@ pub struct WorkloadFile {
     /// The GraphQL endpoint's path on the gateway (default `/graphql`).
     #[serde(default)]
     pub path: Option<String>,
+    /// How reads are sent: `"POST"` (the default) or `"GET"`, the document and
+    /// variables in the query string, as an HTTP cache in front can keep them.
+    /// Writes are always POST.
+    #[serde(default)]
+    pub read_method: Option<String>,
     #[serde(default)]
     pub keys: BTreeMap<String, KeyFile>,
     #[serde(default, rename = "operation")]
@@ -138,6 +143,9 @@ pub struct Operation {
     pub facts: OperationFacts,
     /// The whole JSON body, `{"query":…,"variables":…}`, with its placeholders.
     pub body: Template,
+    /// A read by GET (`read_method = "GET"`): what follows the path,
+    /// `?query=…&operationName=…&variables=…`, encoded, with its placeholders.
+    pub get: Option<Template>,
     pub headers: Vec<(HeaderName, Template)>,
     pub reads: Vec<Read>,
     pub write: Option<Write>,
@@ -198,6 +206,17 @@ impl Workload {
                 return Err(format!("workload.path {p:?} must start with '/'"));
             }
         }
+        let by_get = match file.read_method.as_deref().map(str::to_ascii_uppercase) {
+            None => false,
+            Some(m) if m == "POST" => false,
+            Some(m) if m == "GET" => true,
+            Some(_) => {
+                return Err(format!(
+                    "workload.read_method = {:?}: must be \"GET\" or \"POST\"",
+                    file.read_method.as_deref().unwrap_or_default()
+                ))
+            }
+        };
         let mut keys = Vec::new();
         for (name, k) in file.keys.iter_mut() {
             if let Some(listed) = k.values_file.take() {
@@ -265,12 +284,31 @@ impl Workload {
                 head.push_str(",\"operationName\":");
                 head.push_str(&serde_json::to_string(name).map_err(|e| format!("{at}: {e}"))?);
             }
-            let mut body = Template::parse(&variables, &keys, &format!("{at}.variables"))?;
+            let parsed = Template::parse(&variables, &keys, &format!("{at}.variables"))?;
+            let mut body = parsed.clone();
             if variables.is_empty() {
                 body = Template::literal(&format!("{head}}}"));
             } else {
                 body.wrap(&format!("{head},\"variables\":"), "}");
             }
+            let get = if by_get && !facts.mutation {
+                let encoded = crate::bench::request_template::percent_encoded;
+                let mut line = format!("?query={}", encoded(&document));
+                if let Some(name) = &o.operation_name {
+                    line.push_str(&format!("&operationName={}", encoded(name)));
+                }
+                Some(if variables.is_empty() {
+                    Template::literal(&line)
+                } else {
+                    let mut get = parsed
+                        .percent_encoded()
+                        .map_err(|e| format!("{at}.variables: {e}"))?;
+                    get.wrap(&format!("{line}&variables="), "");
+                    get
+                })
+            } else {
+                None
+            };
             let mut headers = Vec::new();
             for (i, raw) in o.headers.iter().enumerate() {
                 let here = format!("{at}.headers[{i}]");
@@ -378,6 +416,7 @@ impl Workload {
                 variables_at: places.variables.clone(),
                 facts,
                 body,
+                get,
                 headers,
                 reads,
                 write,
@@ -515,6 +554,27 @@ document = 'mutation($pid: ID!, $t: String!) { updatePostTitle(pid: $pid, title:
 variables = { pid = "p{post}", t = "{version}" }
 write = { type = "Post", id = "p{post}" }
 "#;
+
+    #[test]
+    fn reads_by_get_carry_their_document_and_variables_in_the_query_string() {
+        let text = EXAMPLE.replace("seed = 7", "seed = 7\nread_method = \"get\"");
+        let w = Workload::from_toml(&text).unwrap().unwrap();
+        let post = &w.operations[0];
+        let get = post.get.as_ref().expect("a read by GET");
+        let rendered = get.render(&[12, 0], 0);
+        assert!(
+            rendered.starts_with("?query=query%28%24pid%3A%20ID%21%29"),
+            "{rendered}"
+        );
+        assert!(
+            rendered.ends_with("&variables=%7B%22pid%22%3A%22p12%22%7D"),
+            "{rendered}"
+        );
+        assert!(w.operations[2].get.is_none(), "a write stays a POST");
+        let bad = EXAMPLE.replace("seed = 7", "seed = 7\nread_method = \"PUT\"");
+        let error = Workload::from_toml(&bad).unwrap_err();
+        assert!(error.contains("read_method"), "{error}");
+    }
 
     #[test]
     fn the_example_compiles() {

@@ -121,6 +121,33 @@ impl Template {
         }
     }
 
+    /// The same template for a URL's query string: every piece percent-encoded. Slots
+    /// render digits and `v<n>`, which need no encoding; a listed key set's texts must
+    /// be letters, digits and `-_.~` alone (the refusal names the first that is not).
+    pub fn percent_encoded(&self) -> Result<Template, String> {
+        let plain = |t: &str| {
+            t.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~'))
+        };
+        for slot in &self.slots {
+            if let Slot::Listed(_, list) = slot {
+                if let Some(bad) = list.iter().find(|t| !plain(t)) {
+                    return Err(format!(
+                        "the listed key {bad:?} would need encoding in a URL; a read by GET takes keys of letters, digits and -_.~"
+                    ));
+                }
+            }
+        }
+        Ok(Template {
+            pieces: self
+                .pieces
+                .iter()
+                .map(|p| crate::bench::request_template::percent_encoded(p))
+                .collect(),
+            slots: self.slots.clone(),
+        })
+    }
+
     /// The key sets this template draws from.
     pub fn key_sets(&self) -> impl Iterator<Item = usize> + '_ {
         self.slots.iter().filter_map(|s| match s {

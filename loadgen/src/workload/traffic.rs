@@ -79,8 +79,6 @@ impl Traffic for WorkloadTraffic<'_> {
                 None => None,
             };
             let version = write.as_ref().map_or(0, |w| w.version);
-            let mut body = Vec::with_capacity(op.document.len() + 64);
-            op.body.render_into(keys, version, &mut body);
             let rendered: Vec<(&HeaderName, Vec<u8>)> = op
                 .headers
                 .iter()
@@ -97,7 +95,18 @@ impl Traffic for WorkloadTraffic<'_> {
                 .iter()
                 .map(|(name, text)| (*name, text.as_slice()))
                 .collect();
-            let request = self.base.build_with(Bytes::from(body), &extra);
+            let request = match &op.get {
+                Some(get) => {
+                    let mut query = Vec::with_capacity(op.document.len() * 2 + 64);
+                    get.render_into(keys, version, &mut query);
+                    self.base.build_get(&query, &extra)
+                }
+                None => {
+                    let mut body = Vec::with_capacity(op.document.len() + 64);
+                    op.body.render_into(keys, version, &mut body);
+                    self.base.build_with(Bytes::from(body), &extra)
+                }
+            };
             (
                 request,
                 Ticket {

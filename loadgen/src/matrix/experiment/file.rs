@@ -119,6 +119,11 @@ pub(super) struct ConfigFile {
     /// Gateway instances to start and load round robin (default 1).
     #[serde(default)]
     pub(super) gateways: Option<i64>,
+    /// An edge cache the runner starts in front of the gateway (`"varnish"`: Debian's
+    /// Varnish with the lab's VCL; `{edge}` in its gateway arguments becomes its purge
+    /// URL). The load then goes through it.
+    #[serde(default)]
+    pub(super) edge: Option<String>,
     /// The configuration this one's ratios are taken against (default: the file's
     /// `baseline`); for experiments made of pairs, such as cache on/off per size.
     #[serde(default)]

@@ -47,6 +47,9 @@ pub const REDIS_PLACEHOLDER: &str = "{redis}";
 /// In a configuration's gateway arguments, replaced by its Redis Cluster's seed URLs
 /// (comma-separated, for `--redis-cluster`).
 pub const REDIS_CLUSTER_PLACEHOLDER: &str = "{redis-cluster}";
+/// In a configuration's gateway arguments, replaced by its edge cache's purge URL
+/// (for `--edge-purge`).
+pub const EDGE_PLACEHOLDER: &str = "{edge}";
 /// In any service argument, replaced by the experiment file's directory (for policy
 /// files next to the experiment).
 pub const DIR_PLACEHOLDER: &str = "{dir}";
@@ -136,6 +139,9 @@ pub struct ConfigSpec {
     pub redis_cluster: bool,
     /// Gateway instances, loaded round robin.
     pub gateways: usize,
+    /// Start Varnish in front of the gateway, and send the load through it
+    /// (`edge = "varnish"`).
+    pub edge: bool,
     /// Its own baseline configuration, if not the file's.
     pub baseline: Option<String>,
     /// Whether the answer is checked before and after the window.

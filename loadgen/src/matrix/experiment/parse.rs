@@ -10,8 +10,8 @@ use std::time::Duration;
 use super::file::{ExperimentFile, LoadFile, RedisChoice};
 use super::{
     ConfigSpec, Experiment, ExperimentError, LoadSpec, ProfileSpec, ProfileTool, RunSpec,
-    DEFAULT_MAX_ERROR_RATE, DIR_PLACEHOLDER, MAX_GATEWAYS, REDIS_CLUSTER_PLACEHOLDER,
-    REDIS_PLACEHOLDER, RUNNER_OWNED_FLAGS,
+    DEFAULT_MAX_ERROR_RATE, DIR_PLACEHOLDER, EDGE_PLACEHOLDER, MAX_GATEWAYS,
+    REDIS_CLUSTER_PLACEHOLDER, REDIS_PLACEHOLDER, RUNNER_OWNED_FLAGS,
 };
 use crate::cli::{parse_duration, parse_duration_or_zero};
 use crate::matrix::graph::GraphSpec;
@@ -94,8 +94,11 @@ impl Experiment {
                 ));
             }
             workload = Some(Arc::new(
-                crate::workload::load::read_operations_file(ops)
-                    .map_err(|e| invalid(format!("graph.operations: {e}")))?,
+                crate::workload::load::read_operations_file_reading_by(
+                    ops,
+                    graph.read_method.as_deref(),
+                )
+                .map_err(|e| invalid(format!("graph.operations: {e}")))?,
             ));
         }
         if top_query.is_some() && workload.is_some() {
@@ -139,6 +142,11 @@ impl Experiment {
             if args.iter().any(|a| a.contains(REDIS_CLUSTER_PLACEHOLDER)) {
                 return Err(invalid(format!(
                     "{key} uses {REDIS_CLUSTER_PLACEHOLDER}: only a configuration with redis = \"cluster\" may"
+                )));
+            }
+            if args.iter().any(|a| a.contains(EDGE_PLACEHOLDER)) {
+                return Err(invalid(format!(
+                    "{key} uses {EDGE_PLACEHOLDER}: only a configuration with edge = \"varnish\" may"
                 )));
             }
         }
@@ -276,6 +284,25 @@ impl Experiment {
                     "{at}: gateway uses {REDIS_PLACEHOLDER} but the configuration does not say redis = true"
                 )));
             }
+            let edge = match c.edge.as_deref() {
+                None => false,
+                Some("varnish") => true,
+                Some(other) => {
+                    return Err(invalid(format!(
+                    "{at}: edge = {other:?}: the one edge cache the runner starts is \"varnish\""
+                )))
+                }
+            };
+            if !edge && c.gateway.iter().any(|a| a.contains(EDGE_PLACEHOLDER)) {
+                return Err(invalid(format!(
+                    "{at}: gateway uses {EDGE_PLACEHOLDER} but the configuration does not say edge = \"varnish\""
+                )));
+            }
+            if edge && c.gateways.is_some_and(|n| n != 1) {
+                return Err(invalid(format!(
+                    "{at}: edge = \"varnish\" fronts one gateway; gateways must be 1"
+                )));
+            }
             let proxied: Vec<String> = graph.started().map(|(_, s)| s.network.clone()).collect();
             let network_given = c.network.is_some();
             let network = NetworkSpec::resolve(c.network.unwrap_or_default(), &at, redis, &proxied)
@@ -363,6 +390,7 @@ impl Experiment {
                             "redis (the runner starts nothing for it)",
                         ),
                         (c.gateways.is_some_and(|n| n != 1), "gateways (one address)"),
+                        (edge, "edge (the runner starts nothing for it)"),
                         (
                             network_given,
                             "network (the runner starts no subgraphs for it)",
@@ -447,6 +475,7 @@ impl Experiment {
                 own_query,
                 redis,
                 redis_cluster,
+                edge,
                 gateways,
                 baseline: c.baseline,
                 check,

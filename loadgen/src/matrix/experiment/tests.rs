@@ -632,6 +632,14 @@ name = "plain"
     assert_eq!(check["query"], "query($n: Int) { me { id } }");
     assert_eq!(check["extensions"]["persistedQuery"]["sha256Hash"], hash);
 
+    let e = with("get").unwrap();
+    let load = e.query.as_ref().unwrap().load_request();
+    assert_eq!((load.method, load.body), ("GET", None));
+    assert_eq!(
+        load.query_string,
+        "?query=query%28%24n%3A%20Int%29%20%7B%20me%20%7B%20id%20%7D%20%7D&variables=%7B%22n%22%3A2%7D"
+    );
+
     let e = with("apq").unwrap();
     let body: serde_json::Value =
         serde_json::from_str(&e.query.as_ref().unwrap().load_request().body.unwrap()).unwrap();
@@ -671,4 +679,43 @@ name = "plain"
         numbered.contains("unique_literals needs send = \"text\""),
         "{numbered}"
     );
+}
+
+#[test]
+fn an_edge_is_varnish_fronting_one_gateway_and_only_it_fills_edge() {
+    let config = |extra: &str| {
+        parse(&format!(
+            r#"
+[query]
+document = "{{ me {{ id }} }}"
+expected = '{{"data":{{"me":{{"id":"u1"}}}}}}'
+
+[[config]]
+name = "edge"
+{extra}
+"#
+        ))
+    };
+    let e = config(
+        "edge = \"varnish\"\ngateway = [\"--surrogate-keys\", \"--edge-purge\", \"{edge}\"]",
+    )
+    .unwrap();
+    assert!(e.configs[0].edge);
+    for (extra, expected) in [
+        (
+            "edge = \"nginx\"",
+            "the one edge cache the runner starts is \"varnish\"",
+        ),
+        (
+            "gateway = [\"--edge-purge\", \"{edge}\"]",
+            "does not say edge = \"varnish\"",
+        ),
+        (
+            "edge = \"varnish\"\ngateways = 2\nload = { connections = 4 }",
+            "fronts one gateway",
+        ),
+    ] {
+        let error = config(extra).unwrap_err().to_string();
+        assert!(error.contains(expected), "{extra}: {error}");
+    }
 }

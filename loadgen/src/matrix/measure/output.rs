@@ -6,6 +6,7 @@
 use crate::bench::timeline::PeakToMean;
 use crate::matrix::aggregation::hit_ratio;
 use crate::matrix::cache_figures::CacheFigures;
+use crate::matrix::edge_cache::{EdgeFigures, EDGE_NAME};
 use crate::matrix::experiment::ConfigSpec;
 use crate::matrix::network;
 use crate::matrix::profile::flamegraph::sample_count;
@@ -106,6 +107,8 @@ pub(super) fn round_output(
         redis_after,
         redis_processes,
         keys_per_master,
+        edge_before,
+        edge_after,
         ..
     } = window;
     let client_requests = Some(report.requests as f64).filter(|n| *n > 0.0);
@@ -121,7 +124,11 @@ pub(super) fn round_output(
     // Per process, with the gateway's instances summed into one figure.
     let mut cpu_figures: Vec<ProcessCpu> = Vec::new();
     cpu_figures.extend(summed(&cpu_all, GATEWAY, client_requests, window_wall));
-    for name in subgraph_names.iter().map(String::as_str).chain(["loadgen"]) {
+    for name in subgraph_names
+        .iter()
+        .map(String::as_str)
+        .chain([EDGE_NAME, "loadgen"])
+    {
         cpu_figures.extend(cpu_all.iter().find(|p| p.name == name).cloned());
     }
     cpu_figures.extend(summed(
@@ -161,6 +168,11 @@ pub(super) fn round_output(
         (Some(Ok(b)), Some(Ok(a))) => {
             Some(a.saturating_sub(*b).saturating_sub(redis_processes as u64) as f64)
         }
+        _ => None,
+    };
+    // An edge whose counters cannot be read stops the round: its hits are the point.
+    let edge = match (edge_before, edge_after) {
+        (Some(before), Some(after)) => Some(EdgeFigures::between(&before?, &after?)),
         _ => None,
     };
     let profiled_in_window = !matches!(ctx.profiler, Profiler::Off(_));
@@ -313,6 +325,7 @@ pub(super) fn round_output(
             method: report.method.clone(),
             bytes: report.request_bytes,
         }),
+        edge,
     };
     let record = RunRecord {
         round,

@@ -121,6 +121,9 @@ pub(super) struct Window {
     pub(super) redis_processes: usize,
     /// A cluster's keys per master at the window's end.
     pub(super) keys_per_master: Vec<u64>,
+    /// The edge's counters at the window's edges (`edge = "varnish"`).
+    pub(super) edge_before: Option<anyhow::Result<local_varnish::Counters>>,
+    pub(super) edge_after: Option<anyhow::Result<local_varnish::Counters>>,
     pub(super) perf: anyhow::Result<Option<PerfData>>,
     pub(super) endpoint: Option<ProfileOutcome>,
     pub(super) profile_note: Option<String>,
@@ -211,6 +214,7 @@ pub(super) fn measure_window(
         first,
     ));
     let redis_before = stack.redis_commands(rt);
+    let edge_before = stack.edge_counters();
 
     let result = bench
         .join()
@@ -235,6 +239,7 @@ pub(super) fn measure_window(
         second.upstream_requests = upstream;
     }
     let redis_after = stack.redis_commands(rt);
+    let edge_after = stack.edge_counters();
     // After the last INFO, so that DBSIZE is not counted in the window.
     let keys_per_master = stack
         .cluster
@@ -273,6 +278,8 @@ pub(super) fn measure_window(
         redis_after,
         redis_processes: stack.redis_processes(),
         keys_per_master,
+        edge_before,
+        edge_after,
         perf: perf_data,
         endpoint: endpoint_outcome,
         profile_note,

@@ -279,6 +279,9 @@ impl Summary {
         if let Some(table) = super::requests_sent::table(self) {
             out.push_str(&table);
         }
+        if let Some(table) = super::edge::table(self) {
+            out.push_str(&table);
+        }
         if let Some(table) = super::against_baseline::table(self) {
             out.push_str(&table);
         }

@@ -15,6 +15,7 @@ pub mod against_baseline;
 pub mod cache_memory;
 pub mod chart;
 pub mod declared_differences;
+pub mod edge;
 pub mod frame;
 pub mod html;
 pub mod labels;
