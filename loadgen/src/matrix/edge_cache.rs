@@ -62,9 +62,12 @@ impl EdgeCache {
         let varnishstat = local_varnish::find_varnishstat().ok_or_else(missing)?;
         std::fs::write(vcl_file, local_varnish::vcl(gateway_port))
             .with_context(|| format!("writing {}", vcl_file.display()))?;
+        // varnishd reads it from its own working directory: the path must be absolute.
+        let vcl_file = std::fs::canonicalize(vcl_file)
+            .with_context(|| format!("locating {}", vcl_file.display()))?;
         let workdir =
             std::env::temp_dir().join(format!("loadgen-varnish-{}-{port}", std::process::id()));
-        let args = local_varnish::arguments(port, vcl_file, &workdir);
+        let args = local_varnish::arguments(port, &vcl_file, &workdir);
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let mut process = ServiceProcess::spawn(EDGE_NAME, &binary, &args, addr, log)?;
         let started = Instant::now();
