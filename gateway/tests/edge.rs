@@ -20,6 +20,20 @@ const POST_1: &str = r#"{ getPost(pid: "p1") { pid title } }"#;
 const POST_2: &str = r#"{ getPost(pid: "p2") { pid title } }"#;
 const ME: &str = "{ me { id name } }";
 
+/// The gateway's flags: resolver cache 60 s, surrogate keys, purging the edge at
+/// `purge`, the admin listener on `admin`.
+fn flags<'a>(purge: &'a str, admin: &'a str) -> [&'a str; 7] {
+    [
+        "--ttl",
+        "60",
+        "--surrogate-keys",
+        "--edge-purge",
+        purge,
+        "--admin-listen",
+        admin,
+    ]
+}
+
 /// The subgraphs, a gateway process (resolver cache 60 s, surrogate keys, purging the
 /// edge, admin listener) and Varnish in front of it.
 struct Rig {
@@ -45,21 +59,8 @@ impl Rig {
         let edge = LocalVarnish::start(gateway_port).unwrap_or_else(|e| panic!("{e}"));
         let admin = format!("127.0.0.1:{}", common::free_port());
         let purge = edge.purge_url();
-        let gateway = GatewayProcess::start_at(
-            gateway_port,
-            &user,
-            &post,
-            &[
-                "--ttl",
-                "60",
-                "--surrogate-keys",
-                "--edge-purge",
-                &purge,
-                "--admin-listen",
-                &admin,
-            ],
-        )
-        .await;
+        let gateway =
+            GatewayProcess::start_at(gateway_port, &user, &post, &flags(&purge, &admin)).await;
         Rig {
             _user: user,
             post,
@@ -196,20 +197,7 @@ async fn invalidate_reaches_the_edge_and_a_missing_edge_is_named() {
     let post = Server::start(post_router()).await;
     let admin = format!("127.0.0.1:{}", common::free_port());
     let nowhere = format!("http://127.0.0.1:{}/", common::free_port());
-    let _gateway = GatewayProcess::start(
-        &user,
-        &post,
-        &[
-            "--ttl",
-            "60",
-            "--surrogate-keys",
-            "--edge-purge",
-            &nowhere,
-            "--admin-listen",
-            &admin,
-        ],
-    )
-    .await;
+    let _gateway = GatewayProcess::start(&user, &post, &flags(&nowhere, &admin)).await;
     let r = rig
         .http
         .post(format!("http://{admin}/invalidate"))
