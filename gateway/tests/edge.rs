@@ -110,14 +110,7 @@ impl Rig {
     }
 
     async fn invalidate(&self, body: &str) -> (u16, Value) {
-        let r = self
-            .http
-            .post(format!("http://{}/invalidate", self.admin))
-            .body(body.to_string())
-            .send()
-            .await
-            .unwrap();
-        (r.status().as_u16(), r.json().await.unwrap())
+        common::invalidate(&self.http, &self.admin, body).await
     }
 }
 
@@ -198,15 +191,8 @@ async fn invalidate_reaches_the_edge_and_a_missing_edge_is_named() {
     let admin = format!("127.0.0.1:{}", common::free_port());
     let nowhere = format!("http://127.0.0.1:{}/", common::free_port());
     let _gateway = GatewayProcess::start(&user, &post, &flags(&nowhere, &admin)).await;
-    let r = rig
-        .http
-        .post(format!("http://{admin}/invalidate"))
-        .body(r#"{"all":true}"#)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 503);
-    let answer: Value = r.json().await.unwrap();
+    let (status, answer) = common::invalidate(&rig.http, &admin, r#"{"all":true}"#).await;
+    assert_eq!(status, 503);
     let error = answer["error"].as_str().unwrap();
     assert!(
         error.contains("the edge at") && error.contains(&nowhere),

@@ -59,16 +59,7 @@ impl Rig {
 
     /// `POST /invalidate` with `body`; the status and the answer.
     async fn invalidate(&self, body: &str) -> (u16, Value) {
-        let url = format!("http://{}/invalidate", self.admin.addr);
-        let r = self
-            .http
-            .post(url)
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-            .await
-            .unwrap();
-        (r.status().as_u16(), r.json().await.unwrap())
+        common::invalidate(&self.http, &self.admin.addr.to_string(), body).await
     }
 
     /// Requests post-service has answered.

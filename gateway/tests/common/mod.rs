@@ -520,6 +520,19 @@ impl Drop for GatewayProcess {
     }
 }
 
+/// `POST /invalidate` with `body` to the admin listener at `admin`: the status and the
+/// JSON answer.
+pub async fn invalidate(http: &reqwest::Client, admin: &str, body: &str) -> (u16, Value) {
+    let r = http
+        .post(format!("http://{admin}/invalidate"))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("the admin listener answers");
+    (r.status().as_u16(), r.json().await.unwrap())
+}
+
 /// The Prometheus text of the `/metrics` of whatever listens at `addr`.
 pub async fn metrics_of(http: &reqwest::Client, addr: SocketAddr) -> String {
     http.get(format!("http://{addr}/metrics"))
